@@ -1,0 +1,63 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// statusOf is the one mapping from a failure kind to an HTTP status.
+var statusOf = map[core.Kind]int{
+	core.KindInternal:            http.StatusInternalServerError,
+	core.KindInvalid:             http.StatusBadRequest,
+	core.KindUnauthenticated:     http.StatusUnauthorized,
+	core.KindForbidden:           http.StatusForbidden,
+	core.KindNotFound:            http.StatusNotFound,
+	core.KindConflict:            http.StatusConflict,
+	core.KindTooLarge:            http.StatusRequestEntityTooLarge,
+	core.KindUnsupportedMedia:    http.StatusUnsupportedMediaType,
+	core.KindRangeNotSatisfiable: http.StatusRequestedRangeNotSatisfiable,
+	core.KindRateLimited:         http.StatusTooManyRequests,
+	core.KindBadGateway:          http.StatusBadGateway,
+	core.KindUnavailable:         http.StatusServiceUnavailable,
+	core.KindTimeout:             http.StatusGatewayTimeout,
+}
+
+// errorBody is the contract's error envelope.
+type errorBody struct {
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Data    any    `json:"data"`
+	Code    string `json:"code"`
+}
+
+var (
+	errNotFound         = &core.Error{Kind: core.KindNotFound, Code: "route_not_found", Message: "No such endpoint"}
+	errMethodNotAllowed = &core.Error{Kind: core.KindInvalid, Code: "method_not_allowed", Message: "Method not allowed on this endpoint"}
+	errInternal         = &core.Error{Kind: core.KindInternal, Code: "internal_error", Message: "Internal server error"}
+)
+
+// writeError is the single place that turns an error into a response: the
+// kind gives the status, the envelope carries the code and a safe message.
+// Internal errors reach the client as internal_error and the log in full.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *core.Error
+	if !errors.As(err, &e) || e.Kind == core.KindInternal {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
+		e = errInternal
+	} else if e.Err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused",
+			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
+	}
+	status := statusOf[e.Kind]
+	if e.Kind == core.KindUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	}
+	if e == errMethodNotAllowed {
+		status = http.StatusMethodNotAllowed
+	}
+	writeJSON(w, status, errorBody{Message: e.Message, Status: "error", Code: e.Code})
+}

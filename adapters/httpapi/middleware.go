@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	routeKey
+)
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// requestID returns the id of the request being served.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// withRequest sets the request id (the client's when well-formed, a new
+// one otherwise), the headers every response carries, and recovers panics.
+func (s *Server) withRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID.MatchString(id) {
+			id = uuid.NewString()
+		}
+		w.Header().Set("X-Request-Id", id)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.LogAttrs(ctx, slog.LevelError, "panic", slog.String("request_id", id), slog.Any("panic", v))
+				s.writeError(w, r.WithContext(ctx), errInternal)
+			}
+		}()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe writes one JSON access-log line per request and records the
+// request metrics by route pattern.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		route := "unmatched"
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), routeKey, &route)))
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		elapsed := time.Since(start)
+		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		s.metrics.latency.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", requestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", sw.status),
+			slog.Int64("bytes", sw.bytes),
+			slog.Duration("duration", elapsed))
+	})
+}
+
+// routeName stores the matched route's pattern for observe.
+func routeName(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := r.Context().Value(routeKey).(*string); ok {
+			if t, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
+				*p = t
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cors answers browsers from the exact allowed origins only; without any,
+// no CORS header is ever sent.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" || !slices.Contains(s.corsOrigins, origin) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Content-Disposition, Content-Range, ETag, Retry-After")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, Range, User-Type, X-Request-Id")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+var errMissingToken = &core.Error{Kind: core.KindUnauthenticated, Code: "missing_token", Message: "Authorization: Bearer <token> is required"}
+
+// authenticate requires a valid bearer token and puts the caller in the
+// request's context.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		token = strings.TrimSpace(token)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			s.writeError(w, r, errMissingToken)
+			return
+		}
+		actor, err := s.auth.Authenticate(r.Context(), token)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(core.WithActor(r.Context(), actor)))
+	})
+}

@@ -1,0 +1,107 @@
+// Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
+// middleware and handlers. It calls the use cases through package ports and
+// writes every error through one function (errors.go).
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/ports"
+)
+
+// Authenticator verifies a bearer token and returns the caller.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (core.Actor, error)
+}
+
+// Config is what the server needs; app fills it.
+type Config struct {
+	Log      *slog.Logger
+	Auth     Authenticator
+	Storage  ports.Storage
+	Registry *prometheus.Registry
+	// Ready reports whether the dependencies (database, blob store) answer.
+	Ready              func(ctx context.Context) error
+	MaxUploadBytes     int64
+	CORSAllowedOrigins []string
+	// StallTimeout cuts off a streaming body that moves no byte for this
+	// long; 0 means 30 s.
+	StallTimeout time.Duration
+}
+
+// Server is the HTTP API.
+type Server struct {
+	log          *slog.Logger
+	auth         Authenticator
+	storage      ports.Storage
+	ready        func(ctx context.Context) error
+	maxUpload    int64
+	corsOrigins  []string
+	stallTimeout time.Duration
+	metrics      *metrics
+	handler      http.Handler
+}
+
+// New returns the API with every route.
+func New(cfg Config) *Server {
+	s := &Server{
+		log:          cfg.Log,
+		auth:         cfg.Auth,
+		storage:      cfg.Storage,
+		ready:        cfg.Ready,
+		maxUpload:    cfg.MaxUploadBytes,
+		corsOrigins:  cfg.CORSAllowedOrigins,
+		stallTimeout: cfg.StallTimeout,
+		metrics:      newMetrics(cfg.Registry),
+	}
+	if s.stallTimeout == 0 {
+		s.stallTimeout = 30 * time.Second
+	}
+
+	r := mux.NewRouter()
+	r.Use(routeName)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
+
+	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+
+	api := r.NewRoute().Subrouter()
+	api.Use(s.authenticate)
+	api.HandleFunc("/cloud-blob/upload", s.upload).Methods(http.MethodPost)
+	api.HandleFunc("/cloud-blob/download/{id}", s.download).Methods(http.MethodGet)
+	api.HandleFunc("/cloud-blob/metadata/{id}", s.metadata).Methods(http.MethodGet)
+	api.HandleFunc("/cloud-blob/{id}", s.deleteBlob).Methods(http.MethodDelete)
+
+	s.handler = s.withRequest(s.observe(s.cors(r)))
+	return s
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+var errNotReady = &core.Error{Kind: core.KindUnavailable, Code: "not_ready", Message: "A dependency is not reachable"}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.ready(ctx); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "not ready", slog.String("error", err.Error()))
+		s.writeError(w, r, errNotReady)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

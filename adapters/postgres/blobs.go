@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/carebridge/carebridge/core/storage"
+)
+
+// BlobRepo keeps blob entries; it implements storage.BlobRepo.
+type BlobRepo struct {
+	db dbtx
+}
+
+// Blobs returns the blob-entry repository.
+func (s *Store) Blobs() *BlobRepo { return &BlobRepo{db: s.pool} }
+
+const blobColumns = `id, blob_name, container_name, original_filename, content_type, file_size,
+	is_encrypted, encryption_key_id, wrapped_key, sha256, uploaded_by, business_location_id,
+	practice_id, created_at, updated_at`
+
+// Insert stores b and sets its ID and times.
+func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
+	err := r.db.QueryRow(ctx, `
+		INSERT INTO blob_entries (blob_name, container_name, original_filename, content_type,
+			file_size, is_encrypted, encryption_key_id, wrapped_key, sha256, uploaded_by,
+			business_location_id, practice_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		RETURNING id, created_at, updated_at`,
+		b.Name, string(b.Container), b.OriginalFilename, b.ContentType, b.Size, b.Encrypted,
+		nullable(b.KeyID), b.WrappedKey, b.SHA256, b.UploadedBy,
+		nullable(b.BusinessLocationID), nullable(b.PracticeID),
+	).Scan(&b.ID, &b.CreatedAt, &b.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("insert blob entry: %w", err)
+	}
+	return nil
+}
+
+// Get returns blob entry id.
+func (r *BlobRepo) Get(ctx context.Context, id int64) (storage.Blob, error) {
+	var (
+		b                         storage.Blob
+		keyID, location, practice *string
+		container                 string
+	)
+	err := r.db.QueryRow(ctx, `SELECT `+blobColumns+` FROM blob_entries WHERE id = $1`, id).Scan(
+		&b.ID, &b.Name, &container, &b.OriginalFilename, &b.ContentType, &b.Size,
+		&b.Encrypted, &keyID, &b.WrappedKey, &b.SHA256, &b.UploadedBy, &location,
+		&practice, &b.CreatedAt, &b.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Blob{}, storage.ErrBlobNotFound
+	}
+	if err != nil {
+		return storage.Blob{}, fmt.Errorf("get blob entry %d: %w", id, err)
+	}
+	b.Container = storage.Container(container)
+	b.KeyID, b.BusinessLocationID, b.PracticeID = deref(keyID), deref(location), deref(practice)
+	return b, nil
+}
+
+// Delete removes blob entry id.
+func (r *BlobRepo) Delete(ctx context.Context, id int64) error {
+	tag, err := r.db.Exec(ctx, `DELETE FROM blob_entries WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete blob entry %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return storage.ErrBlobNotFound
+	}
+	return nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,174 @@
+// Package app is the composition root: it builds every adapter from Config,
+// wires them into the cores and the HTTP server, and runs it. It is the only
+// package that knows every other.
+package app
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/carebridge/carebridge/adapters/auth"
+	"github.com/carebridge/carebridge/adapters/fsblob"
+	"github.com/carebridge/carebridge/adapters/httpapi"
+	"github.com/carebridge/carebridge/adapters/keyring"
+	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/adapters/s3"
+	"github.com/carebridge/carebridge/core/storage"
+)
+
+// Config is the whole configuration of the service; cmd builds it from the
+// environment.
+type Config struct {
+	HTTPAddr           string
+	DatabaseURL        string
+	StorageURL         string // CLOUD_STORAGE_CONNECTION_STRING
+	EncryptionKey      []byte // nil: encrypted uploads fail with 400
+	EncryptionKeyID    string
+	PreviousKeys       map[string][]byte
+	MaxUploadBytes     int64
+	OIDCIssuerURL      string
+	OIDCAudience       string
+	DevKey             *ecdsa.PrivateKey // set: AUTH_DEV_MODE, tokens signed by this key
+	CORSAllowedOrigins []string
+	// StallTimeout cuts off a body that moves no byte for this long (0: 30 s).
+	StallTimeout time.Duration
+}
+
+// App is the running service.
+type App struct {
+	log      *slog.Logger
+	db       *postgres.Store
+	server   *http.Server
+	listener net.Listener
+}
+
+// New migrates the database, connects every adapter, and listens on
+// cfg.HTTPAddr (":0" picks a free port; see Addr).
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	if err := postgres.Migrate(cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	db, err := postgres.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{log: log, db: db}
+	if err := a.build(ctx, cfg); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) build(ctx context.Context, cfg Config) error {
+	objects, err := newObjectStore(ctx, cfg.StorageURL)
+	if err != nil {
+		return err
+	}
+	for _, c := range storage.Containers {
+		if err := objects.EnsureContainer(ctx, c); err != nil {
+			return fmt.Errorf("blob store: %w", err)
+		}
+	}
+	keys, err := keyring.New(cfg.EncryptionKeyID, cfg.EncryptionKey, cfg.PreviousKeys)
+	if err != nil {
+		return fmt.Errorf("CLOUD_STORAGE_ENCRYPTION_KEY: %w", err)
+	}
+	verifier, err := newVerifier(ctx, cfg)
+	if err != nil {
+		return err
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api := httpapi.New(httpapi.Config{
+		Log:      a.log.With("component", "http"),
+		Auth:     verifier,
+		Storage:  storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes),
+		Registry: registry,
+		Ready: func(ctx context.Context) error {
+			return errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
+		},
+		MaxUploadBytes:     cfg.MaxUploadBytes,
+		CORSAllowedOrigins: cfg.CORSAllowedOrigins,
+		StallTimeout:       cfg.StallTimeout,
+	})
+
+	a.listener, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP_ADDR: %w", err)
+	}
+	a.server = &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+func newObjectStore(ctx context.Context, url string) (storage.ObjectStore, error) {
+	switch {
+	case strings.HasPrefix(url, "file://"):
+		return fsblob.New(strings.TrimPrefix(url, "file://"))
+	case strings.HasPrefix(url, "s3://"):
+		cfg, err := s3.ParseConnectionString(url)
+		if err != nil {
+			return nil, fmt.Errorf("CLOUD_STORAGE_CONNECTION_STRING: %w", err)
+		}
+		return s3.New(ctx, cfg)
+	}
+	return nil, errors.New("CLOUD_STORAGE_CONNECTION_STRING: must start with file:// or s3://")
+}
+
+func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
+	if cfg.DevKey != nil {
+		return auth.NewDev(cfg.DevKey, cfg.OIDCAudience)
+	}
+	v, err := auth.NewOIDC(ctx, cfg.OIDCIssuerURL, cfg.OIDCAudience)
+	if err != nil {
+		return nil, fmt.Errorf("OIDC_ISSUER_URL: %w", err)
+	}
+	return v, nil
+}
+
+// Addr is the address the server listens on.
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// Run serves until ctx is done, then shuts down gracefully: it stops
+// accepting, lets requests in flight finish (at most 30 s), and closes.
+func (a *App) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- a.server.Serve(a.listener) }()
+	a.log.Info("listening", "addr", a.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := a.server.Shutdown(shutdown)
+	if e := <-errc; !errors.Is(e, http.ErrServerClosed) {
+		err = errors.Join(err, e)
+	}
+	return err
+}
+
+// Close releases the database pool.
+func (a *App) Close() {
+	a.db.Close()
+}

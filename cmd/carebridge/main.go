@@ -1,0 +1,94 @@
+// Command carebridge is the Carebridge service and its admin tools.
+//
+//	carebridge [serve]            run the HTTP service (migrates first)
+//	carebridge migrate            apply database migrations
+//	carebridge dev-token --sub S  print a token for AUTH_DEV_MODE
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/carebridge/carebridge/adapters/auth"
+	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "carebridge:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--ttl 1h]]`
+
+func run(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, getenv)
+	case "migrate":
+		url := getenv.or("DATABASE_URL", "")
+		if url == "" {
+			return errors.New("DATABASE_URL: is required")
+		}
+		return postgres.Migrate(url)
+	case "dev-token":
+		return devToken(args, getenv, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+func serve(ctx context.Context, getenv env) error {
+	cfg, level, err := loadConfig(getenv)
+	if err != nil {
+		return errors.New(oneLine(err))
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Run(ctx)
+}
+
+func devToken(args []string, getenv env, stdout io.Writer) error {
+	fs := flag.NewFlagSet("dev-token", flag.ContinueOnError)
+	sub := fs.String("sub", "", "subject (caller id) of the token")
+	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *sub == "" || *ttl <= 0 {
+		return errors.New("dev-token: --sub is required and --ttl must be positive")
+	}
+	key, err := auth.LoadOrCreateDevKey(getenv.or("DEV_KEY_FILE", defaultDevKeyFile))
+	if err != nil {
+		return err
+	}
+	token, err := auth.MintDevToken(key, getenv.or("OIDC_AUDIENCE", defaultAudience), *sub, *ttl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, token)
+	return nil
+}

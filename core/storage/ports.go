@@ -1,0 +1,55 @@
+package storage
+
+import (
+	"context"
+	"io"
+)
+
+//go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Owners
+
+// ObjectStore keeps opaque objects in containers. Object names are generated
+// by this core and never come from a client.
+type ObjectStore interface {
+	// EnsureContainer creates the container when it is missing.
+	EnsureContainer(ctx context.Context, c Container) error
+	// Put stores exactly size bytes read from r under name. When r fails or
+	// yields a different number of bytes, Put fails, leaves nothing behind,
+	// and returns an error that wraps the reader's error.
+	Put(ctx context.Context, c Container, name string, r io.Reader, size int64) error
+	// Get opens name for reading length bytes from offset; length < 0 reads
+	// to the end. A missing object is ErrObjectNotFound.
+	Get(ctx context.Context, c Container, name string, offset, length int64) (io.ReadCloser, error)
+	// Delete removes name; a missing object is not an error.
+	Delete(ctx context.Context, c Container, name string) error
+	// Ping reports whether the store is reachable.
+	Ping(ctx context.Context) error
+}
+
+// BlobRepo keeps blob entries (table blob_entries).
+type BlobRepo interface {
+	// Insert stores b and sets its ID, CreatedAt and UpdatedAt.
+	Insert(ctx context.Context, b *Blob) error
+	// Get returns the entry; a missing one is ErrBlobNotFound.
+	Get(ctx context.Context, id int64) (Blob, error)
+	// Delete removes the entry; a missing one is ErrBlobNotFound.
+	Delete(ctx context.Context, id int64) error
+}
+
+// KeyRing wraps and unwraps per-file data keys with master keys.
+type KeyRing interface {
+	// Wrap seals dataKey with the current master key and returns that key's
+	// id. Without a configured key it returns ErrEncryptionKeyMissing.
+	Wrap(dataKey []byte) (keyID string, wrapped []byte, err error)
+	// Unwrap opens a data key sealed by the master key keyID (current or
+	// previous). An unknown id or a tampered key is ErrEncryptionKeyUnknown
+	// or ErrBlobCorrupt.
+	Unwrap(keyID string, wrapped []byte) ([]byte, error)
+}
+
+// Owners tells who owns the business a location belongs to. The business
+// core implements it; app wires it.
+type Owners interface {
+	// LocationOwner returns the owner subject of the business of location
+	// id; a missing location is ErrLocationNotFound.
+	LocationOwner(ctx context.Context, locationID int64) (string, error)
+}

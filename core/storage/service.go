@@ -1,0 +1,314 @@
+package storage
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/storage/segcrypt"
+)
+
+// cleanupTimeout bounds the removal of an object after a failed upload; it
+// runs even when the request's context is already cancelled.
+const cleanupTimeout = 30 * time.Second
+
+// Service holds the blob-storage use cases.
+type Service struct {
+	blobs     BlobRepo
+	objects   ObjectStore
+	keys      KeyRing
+	owners    Owners
+	maxUpload int64
+}
+
+// NewService returns the storage core. maxUpload is the largest accepted
+// file in bytes.
+func NewService(blobs BlobRepo, objects ObjectStore, keys KeyRing, owners Owners, maxUpload int64) *Service {
+	return &Service{blobs: blobs, objects: objects, keys: keys, owners: owners, maxUpload: maxUpload}
+}
+
+// UploadInput is what a caller sends to upload one file. Body yields the
+// file's bytes; the service reads it once, as a stream.
+type UploadInput struct {
+	OriginalFilename   string
+	ContentType        string
+	FileSize           int64
+	Encrypted          bool
+	Container          string // "" means uploads
+	BusinessLocationID string // "" when absent
+	PracticeID         string // "" when absent
+	Body               io.Reader
+}
+
+// Upload checks in, streams the file to the object store (encrypting it
+// when asked) and records its blob entry. A failed upload leaves neither an
+// object nor a row.
+func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return Blob{}, core.ErrUnauthenticated
+	}
+	b, err := s.checkUpload(ctx, actor, in)
+	if err != nil {
+		return Blob{}, err
+	}
+
+	body := bufio.NewReaderSize(in.Body, segcrypt.SegmentSize)
+	head, err := body.Peek(SniffLen)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return Blob{}, bodyError(err)
+	}
+	if _, err := DetectType(in.OriginalFilename, in.ContentType, head); err != nil {
+		return Blob{}, err
+	}
+
+	exact := &exactReader{r: body, remaining: in.FileSize}
+	digest := sha256.New()
+	var src io.Reader = io.TeeReader(exact, digest)
+	size := in.FileSize
+	if in.Encrypted {
+		src, err = s.encrypt(&b, src)
+		if err != nil {
+			return Blob{}, err
+		}
+		size = segcrypt.CiphertextSize(in.FileSize)
+	}
+
+	b.Name = newObjectName()
+	if err := s.objects.Put(ctx, b.Container, b.Name, src, size); err != nil {
+		s.removeObject(ctx, b)
+		if exact.err != nil {
+			return Blob{}, exact.err
+		}
+		return Blob{}, fmt.Errorf("store object %s/%s: %w", b.Container, b.Name, err)
+	}
+	b.SHA256 = hex.EncodeToString(digest.Sum(nil))
+	if err := s.blobs.Insert(ctx, &b); err != nil {
+		s.removeObject(ctx, b)
+		return Blob{}, fmt.Errorf("insert blob entry: %w", err)
+	}
+	return b, nil
+}
+
+// checkUpload validates everything that can be judged before reading the
+// file and returns the entry to be stored.
+func (s *Service) checkUpload(ctx context.Context, actor core.Actor, in UploadInput) (Blob, error) {
+	if in.Body == nil {
+		return Blob{}, ErrFileMissing
+	}
+	if err := checkText("originalFilename", in.OriginalFilename, 255, true); err != nil {
+		return Blob{}, err
+	}
+	if err := checkText("contentType", in.ContentType, 255, true); err != nil {
+		return Blob{}, err
+	}
+	if err := checkText("practiceId", in.PracticeID, 100, false); err != nil {
+		return Blob{}, err
+	}
+	if in.FileSize < 0 {
+		return Blob{}, core.Invalid("invalid_file_size", "fileSize must be a non-negative number of bytes")
+	}
+	if in.FileSize > s.maxUpload {
+		return Blob{}, ErrFileTooLarge.WithMessage("File is larger than the maximum upload size of %d bytes", s.maxUpload)
+	}
+	container, err := ParseContainer(in.Container)
+	if err != nil {
+		return Blob{}, err
+	}
+	if in.BusinessLocationID != "" {
+		if err := s.checkLocation(ctx, actor, in.BusinessLocationID); err != nil {
+			return Blob{}, err
+		}
+	}
+	return Blob{
+		Container:          container,
+		OriginalFilename:   in.OriginalFilename,
+		ContentType:        MediaType(in.ContentType),
+		Size:               in.FileSize,
+		Encrypted:          in.Encrypted,
+		UploadedBy:         actor.Subject,
+		BusinessLocationID: in.BusinessLocationID,
+		PracticeID:         in.PracticeID,
+	}, nil
+}
+
+func checkText(field, v string, max int, required bool) error {
+	switch {
+	case v == "" && required:
+		return core.Invalid("missing_field", "%s is required", field)
+	case len(v) > max:
+		return core.Invalid("invalid_field", "%s must be at most %d bytes", field, max)
+	case !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0:
+		return core.Invalid("invalid_field", "%s must be UTF-8 text without control characters", field)
+	}
+	return nil
+}
+
+// checkLocation lets an upload name a business location only when the
+// caller owns its business; any other location is reported as missing.
+func (s *Service) checkLocation(ctx context.Context, actor core.Actor, id string) error {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return core.Invalid("invalid_business_location_id", "businessLocationId must be a positive integer")
+	}
+	owner, err := s.owners.LocationOwner(ctx, n)
+	if errors.Is(err, ErrLocationNotFound) || (err == nil && owner != actor.Subject) {
+		return ErrLocationNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("owner of location %d: %w", n, err)
+	}
+	return nil
+}
+
+// encrypt wraps a fresh data key for b and returns src encrypted with it.
+func (s *Service) encrypt(b *Blob, src io.Reader) (io.Reader, error) {
+	dataKey := make([]byte, 32)
+	if _, err := rand.Read(dataKey); err != nil {
+		return nil, fmt.Errorf("data key: %w", err)
+	}
+	keyID, wrapped, err := s.keys.Wrap(dataKey)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := segcrypt.EncryptReader(src, dataKey)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt: %w", err)
+	}
+	b.KeyID, b.WrappedKey = keyID, wrapped
+	return enc, nil
+}
+
+func (s *Service) removeObject(ctx context.Context, b Blob) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	// The store leaves nothing behind a failed Put; this also covers a
+	// failed row insert. A failure here can only be retried by hand.
+	_ = s.objects.Delete(ctx, b.Container, b.Name)
+}
+
+// Metadata returns the entry of blob id when the caller may read it.
+func (s *Service) Metadata(ctx context.Context, id int64) (Blob, error) {
+	return s.get(ctx, id)
+}
+
+// Delete removes blob id, object first, then its row, so a retried delete
+// converges after a partial failure.
+func (s *Service) Delete(ctx context.Context, id int64) error {
+	b, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := s.objects.Delete(ctx, b.Container, b.Name); err != nil {
+		return fmt.Errorf("delete object of blob %d: %w", id, err)
+	}
+	if err := s.blobs.Delete(ctx, id); err != nil {
+		return fmt.Errorf("delete blob %d: %w", id, err)
+	}
+	return nil
+}
+
+// get loads blob id and applies the ownership rule: the uploader, or the
+// owner of the business of the blob's location. Others are told it does
+// not exist.
+func (s *Service) get(ctx context.Context, id int64) (Blob, error) {
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return Blob{}, core.ErrUnauthenticated
+	}
+	if id <= 0 {
+		return Blob{}, ErrBlobNotFound
+	}
+	b, err := s.blobs.Get(ctx, id)
+	if err != nil {
+		return Blob{}, err
+	}
+	if b.UploadedBy == actor.Subject {
+		return b, nil
+	}
+	if b.BusinessLocationID != "" {
+		loc, err := strconv.ParseInt(b.BusinessLocationID, 10, 64)
+		if err == nil {
+			owner, err := s.owners.LocationOwner(ctx, loc)
+			if err != nil && !errors.Is(err, ErrLocationNotFound) {
+				return Blob{}, fmt.Errorf("owner of location %d: %w", loc, err)
+			}
+			if err == nil && owner == actor.Subject {
+				return b, nil
+			}
+		}
+	}
+	return Blob{}, ErrBlobNotFound
+}
+
+// newObjectName returns a fresh random object name: 32 hex digits.
+func newObjectName() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// exactReader yields exactly remaining bytes from r. More or fewer bytes
+// fail with ErrSizeMismatch; a failure of r itself is kept as well, so the
+// caller can tell the client's fault from the store's.
+type exactReader struct {
+	r         io.Reader
+	remaining int64
+	err       error
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	if e.remaining == 0 {
+		// One more byte tells an exact body from a longer one.
+		var one [1]byte
+		n, err := io.ReadFull(e.r, one[:])
+		switch {
+		case n > 0:
+			e.err = ErrSizeMismatch.WithMessage("fileSize does not match the bytes received: the file is longer")
+		case errors.Is(err, io.EOF):
+			return 0, io.EOF
+		default:
+			e.err = bodyError(err)
+		}
+		return 0, e.err
+	}
+	if int64(len(p)) > e.remaining {
+		p = p[:e.remaining]
+	}
+	n, err := e.r.Read(p)
+	e.remaining -= int64(n)
+	switch {
+	case errors.Is(err, io.EOF) && e.remaining > 0:
+		e.err = ErrSizeMismatch.WithMessage("fileSize does not match the bytes received: the file is %d bytes shorter", e.remaining)
+		return n, e.err
+	case err != nil && !errors.Is(err, io.EOF):
+		e.err = bodyError(err)
+		return n, e.err
+	}
+	return n, nil
+}
+
+// bodyError classifies a failure to read the client's file: a *core.Error
+// (such as ErrFileTooLarge from the HTTP adapter) is kept; anything else is
+// an interrupted upload.
+func bodyError(err error) error {
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &core.Error{Kind: core.KindInvalid, Code: "upload_interrupted", Message: "Reading the uploaded file failed", Err: err}
+}
