@@ -1,3 +1,5 @@
+//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage
+
 // Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
 // middleware and handlers. It calls the use cases through package ports and
 // writes every error through one function (errors.go).

@@ -1,0 +1,105 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/core/storage"
+	"github.com/carebridge/carebridge/test/pgtest"
+)
+
+func TestIntegrationBlobRepo_InsertGetDelete(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	repo := db.Blobs()
+
+	plain := storage.Blob{Name: "obj-1", Container: storage.ContainerImages, OriginalFilename: "logo.png",
+		ContentType: "image/png", Size: 42, UploadedBy: "alice", SHA256: "ab"}
+	if err := repo.Insert(ctx, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if plain.ID <= 0 || plain.CreatedAt.IsZero() || time.Since(plain.CreatedAt) > time.Minute {
+		t.Fatalf("insert did not set id and times: %+v", plain)
+	}
+	got, err := repo.Get(ctx, plain.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "obj-1" || got.Container != storage.ContainerImages || got.KeyID != "" || got.BusinessLocationID != "" ||
+		got.PracticeID != "" || got.WrappedKey != nil || got.Size != 42 || !got.CreatedAt.Equal(plain.CreatedAt) {
+		t.Fatalf("round trip changed the entry: %+v", got)
+	}
+
+	enc := storage.Blob{Name: "obj-2", Container: storage.ContainerUploads, OriginalFilename: "r.pdf",
+		ContentType: "application/pdf", Size: 1, Encrypted: true, KeyID: "k1", WrappedKey: []byte{1, 2, 3},
+		UploadedBy: "bob", BusinessLocationID: "7", PracticeID: "p", SHA256: "cd"}
+	if err := repo.Insert(ctx, &enc); err != nil {
+		t.Fatal(err)
+	}
+	got, err = repo.Get(ctx, enc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Encrypted || got.KeyID != "k1" || string(got.WrappedKey) != "\x01\x02\x03" || got.BusinessLocationID != "7" || got.PracticeID != "p" {
+		t.Fatalf("encrypted entry changed: %+v", got)
+	}
+
+	if err := repo.Delete(ctx, plain.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Get(ctx, plain.ID); !errors.Is(err, storage.ErrBlobNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if err := repo.Delete(ctx, plain.ID); !errors.Is(err, storage.ErrBlobNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestIntegrationBlobRepo_ConstraintsRefuseBadRows(t *testing.T) {
+	ctx := context.Background()
+	repo := pgtest.Store(t).Blobs()
+	bad := []storage.Blob{
+		{Name: "x1", Container: "secrets", OriginalFilename: "a", ContentType: "t", UploadedBy: "a", SHA256: "s"},
+		{Name: "x2", Container: "uploads", OriginalFilename: "a", ContentType: "t", UploadedBy: "a", SHA256: "s", Encrypted: true},
+		{Name: "x3", Container: "uploads", OriginalFilename: "a", ContentType: "t", UploadedBy: "a", SHA256: "s", Size: -1},
+	}
+	for _, b := range bad {
+		if err := repo.Insert(ctx, &b); err == nil {
+			t.Errorf("inserted a bad row %+v", b)
+		}
+	}
+	dup := storage.Blob{Name: "same", Container: "uploads", OriginalFilename: "a", ContentType: "t", UploadedBy: "a", SHA256: "s"}
+	if err := repo.Insert(ctx, &dup); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Insert(ctx, &dup); err == nil {
+		t.Error("two rows share an object name")
+	}
+}
+
+func TestIntegrationLocationOwner(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	var loc int64
+	err := db.Pool().QueryRow(ctx, `
+		WITH b AS (INSERT INTO businesses (owner_subject, name, email) VALUES ('owner-1', 'Clinic', 'c@example.com') RETURNING id)
+		INSERT INTO business_locations (business_id, name) SELECT id, 'Main' FROM b RETURNING id`).Scan(&loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := db.LocationOwner(ctx, loc); err != nil || owner != "owner-1" {
+		t.Fatalf("got %q, %v", owner, err)
+	}
+	if _, err := db.LocationOwner(ctx, loc+1000); !errors.Is(err, storage.ErrLocationNotFound) {
+		t.Fatalf("missing location: %v", err)
+	}
+}
+
+func TestIntegrationMigrate_IsIdempotent(t *testing.T) {
+	url := pgtest.New(t) // already migrated once
+	if err := postgresMigrate(url); err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+}
