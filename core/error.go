@@ -11,19 +11,19 @@ import (
 type Kind uint8
 
 const (
-	KindInternal         Kind = iota // 500, details only in logs
-	KindInvalid                      // 400
-	KindUnauthenticated              // 401
-	KindForbidden                    // 403
-	KindNotFound                     // 404
-	KindConflict                     // 409
-	KindTooLarge                     // 413
-	KindUnsupportedMedia             // 415
-	KindRangeNotSatisfiable          // 416
-	KindRateLimited                  // 429
-	KindBadGateway                   // 502
-	KindUnavailable                  // 503
-	KindTimeout                      // 504
+	KindInternal            Kind = iota // 500, details only in logs
+	KindInvalid                         // 400
+	KindUnauthenticated                 // 401
+	KindForbidden                       // 403
+	KindNotFound                        // 404
+	KindConflict                        // 409
+	KindTooLarge                        // 413
+	KindUnsupportedMedia                // 415
+	KindRangeNotSatisfiable             // 416
+	KindRateLimited                     // 429
+	KindBadGateway                      // 502
+	KindUnavailable                     // 503
+	KindTimeout                         // 504
 )
 
 // Error is the one error type the cores return. Code is a stable snake_case
