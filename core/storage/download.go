@@ -99,7 +99,11 @@ func (s *Service) openEncrypted(ctx context.Context, b Blob, start, length int64
 	if err != nil {
 		return nil, fmt.Errorf("range: %w", err)
 	}
-	body, err := s.objects.Get(ctx, b.Container, b.Name, rng.Offset, rng.Length)
+	n := rng.Length
+	if rng.Offset+n == segcrypt.CiphertextSize(b.Size) {
+		n = -1 // read to the object's end, so appended bytes are detected too
+	}
+	body, err := s.objects.Get(ctx, b.Container, b.Name, rng.Offset, n)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,53 @@
+# Carebridge. The two set-up commands: `make run` and `make test`.
+SHELL := /bin/bash
+GO    ?= go
+PKGS  := ./...
+
+.PHONY: run test build generate check-generated lint bench fuzz clean
+
+## run: start the service on the embedded defaults and print how to call it
+run:
+	@bash scripts/run.sh
+
+## test: start/install what the tests need, then run every test (race detector on)
+test: lint check-generated
+	@bash scripts/ensure-services.sh
+	@export VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+		$(GO) test -race -count=1 $(PKGS)
+
+build:
+	$(GO) build -o bin/carebridge ./cmd/carebridge
+
+## generate: regenerate the moq mocks
+generate:
+	$(GO) generate $(PKGS)
+
+## check-generated: fail when the committed mocks are stale
+check-generated:
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	for f in $$(git ls-files '*_moq_test.go'); do cp "$$f" "$$tmp/$${f//\//_}"; done && \
+	$(GO) generate $(PKGS) && \
+	for f in $$(git ls-files '*_moq_test.go'); do \
+		cmp -s "$$f" "$$tmp/$${f//\//_}" || { echo "stale mock: $$f (run make generate and commit)"; exit 1; }; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## bench: performance figures (blob upload/download vs direct S3)
+bench:
+	@bash scripts/ensure-services.sh
+	@export VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+		$(GO) run ./test/bench
+
+## fuzz: a short run of every fuzz target
+fuzz:
+	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$t/*_test.go | cut -d' ' -f2); do \
+			echo "== $$t $$f"; $(GO) test -run=XXX -fuzz="^$$f\$$" -fuzztime=$${FUZZTIME:-20s} $$t || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf bin
