@@ -95,7 +95,8 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.maxUpload+multipartSlack)
-	body := &stallReader{r: r.Body, rc: http.NewResponseController(w), timeout: s.stallTimeout}
+	rc := http.NewResponseController(w)
+	body := &stallReader{r: r.Body, rc: rc, timeout: s.stallTimeout}
 	form := multipart.NewReader(body, params["boundary"])
 
 	in, err := readUploadForm(form)
@@ -104,6 +105,8 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	blob, err := s.storage.Upload(r.Context(), in)
+	// A long upload outlives the server's write time-out; the answer still goes out.
+	_ = rc.SetWriteDeadline(time.Now().Add(s.stallTimeout))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
