@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,6 +49,7 @@ type Config struct {
 type App struct {
 	log      *slog.Logger
 	db       *postgres.Store
+	objects  storage.ObjectStore
 	server   *http.Server
 	listener net.Listener
 }
@@ -75,6 +77,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	a.objects = objects
 	for _, c := range storage.Containers {
 		if err := objects.EnsureContainer(ctx, c); err != nil {
 			return fmt.Errorf("blob store: %w", err)
@@ -121,10 +124,11 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 }
 
 func newObjectStore(ctx context.Context, url string) (storage.ObjectStore, error) {
-	switch {
-	case strings.HasPrefix(url, "file://"):
-		return fsblob.New(strings.TrimPrefix(url, "file://"))
-	case strings.HasPrefix(url, "s3://"):
+	scheme, rest, _ := strings.Cut(url, "://")
+	switch strings.ToLower(scheme) {
+	case "file":
+		return fsblob.New(rest)
+	case "s3":
 		cfg, err := s3.ParseConnectionString(url)
 		if err != nil {
 			return nil, fmt.Errorf("CLOUD_STORAGE_CONNECTION_STRING: %w", err)
@@ -168,7 +172,10 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases the database pool.
+// Close releases the database pool and the blob store.
 func (a *App) Close() {
+	if c, ok := a.objects.(io.Closer); ok {
+		_ = c.Close() // nothing is left to flush
+	}
 	a.db.Close()
 }

@@ -51,7 +51,7 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 	if cfg.DatabaseURL == "" {
 		bad("DATABASE_URL", "is required")
 	}
-	if !strings.HasPrefix(cfg.StorageURL, "file://") && !strings.HasPrefix(cfg.StorageURL, "s3://") {
+	if s := strings.ToLower(cfg.StorageURL); !strings.HasPrefix(s, "file://") && !strings.HasPrefix(s, "s3://") {
 		bad("CLOUD_STORAGE_CONNECTION_STRING", "must start with file:// or s3://")
 	}
 	if v := getenv.or("CLOUD_STORAGE_ENCRYPTION_KEY", ""); v != "" {

@@ -12,12 +12,14 @@ import (
 type ObjectStore interface {
 	// EnsureContainer creates the container when it is missing.
 	EnsureContainer(ctx context.Context, c Container) error
-	// Put stores exactly size bytes read from r under name. When r fails or
-	// yields a different number of bytes, Put fails, leaves nothing behind,
-	// and returns an error that wraps the reader's error.
+	// Put stores exactly size bytes read from r under name, in a container
+	// that EnsureContainer made. When r fails, Put fails, leaves nothing
+	// behind, and returns an error that wraps the reader's error; when r
+	// yields a different number of bytes, the error wraps ErrSizeMismatch.
 	Put(ctx context.Context, c Container, name string, r io.Reader, size int64) error
 	// Get opens name for reading length bytes from offset; length < 0 reads
-	// to the end. A missing object is ErrObjectNotFound.
+	// to the end. A missing object is ErrObjectNotFound; an offset past the
+	// end is ErrRangeNotSatisfiable (at the end: an empty read).
 	Get(ctx context.Context, c Container, name string, offset, length int64) (io.ReadCloser, error)
 	// Delete removes name; a missing object is not an error.
 	Delete(ctx context.Context, c Container, name string) error

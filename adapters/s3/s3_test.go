@@ -1,0 +1,248 @@
+package s3_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/carebridge/carebridge/adapters/s3"
+	"github.com/carebridge/carebridge/core/storage"
+	"github.com/carebridge/carebridge/core/storage/storagetest"
+	"github.com/carebridge/carebridge/test/s3test"
+)
+
+// newStore returns a store on srv with a bucket prefix of its own, so every
+// caller sees empty containers, and the smallest part size, so the
+// contract's large objects go up as multipart uploads.
+func newStore(t *testing.T, srv s3.Config) *s3.Store {
+	t.Helper()
+	cfg := srv
+	cfg.BucketPrefix = "t" + strings.ToLower(rand.Text()[:10]) + "-"
+	cfg.PartSize = s3.MinPartSize
+	st, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return st
+}
+
+// rawClient is an SDK client on srv, to look behind the adapter.
+func rawClient(srv s3.Config) *awss3.Client {
+	return awss3.New(awss3.Options{
+		BaseEndpoint: aws.String("http://" + srv.Endpoint),
+		Region:       srv.Region,
+		UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}, nil
+		}),
+	})
+}
+
+func TestIntegrationStore_PassesTheObjectStoreContract(t *testing.T) {
+	srv := s3test.Start(t)
+	storagetest.TestObjectStore(t, func(t *testing.T) storage.ObjectStore {
+		return newStore(t, srv)
+	})
+}
+
+func TestIntegrationStore_PassesTheContractWithSinglePutsOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	srv := s3test.Start(t)
+	storagetest.TestObjectStore(t, func(t *testing.T) storage.ObjectStore {
+		cfg := srv
+		cfg.BucketPrefix = "s" + strings.ToLower(rand.Text()[:10]) + "-"
+		st, err := s3.New(t.Context(), cfg) // default part size: 64 MiB
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		return st
+	})
+}
+
+func TestIntegrationEnsureContainer_CreatesPrefixedBuckets(t *testing.T) {
+	srv := s3test.Start(t)
+	st := newStore(t, srv)
+	for _, c := range storage.Containers {
+		if err := st.EnsureContainer(t.Context(), c); err != nil {
+			t.Fatalf("EnsureContainer(%s): %v", c, err)
+		}
+	}
+	out, err := rawClient(srv).ListBuckets(t.Context(), &awss3.ListBucketsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, b := range out.Buckets {
+		have[aws.ToString(b.Name)] = true
+	}
+	for _, c := range storage.Containers {
+		if !have[st.Bucket(c)] {
+			t.Errorf("bucket %s missing; have %v", st.Bucket(c), have)
+		}
+	}
+}
+
+func TestIntegrationPut_LeavesNoMultipartUploadBehindOnFailure(t *testing.T) {
+	ctx := t.Context()
+	srv := s3test.Start(t)
+	st := newStore(t, srv)
+	if err := st.EnsureContainer(ctx, storage.ContainerUploads); err != nil {
+		t.Fatal(err)
+	}
+	const size = 3*s3.MinPartSize + 100
+	errBoom := errors.New("boom")
+	failing := &storagetest.FailingReader{R: storagetest.Pattern(1, 2*s3.MinPartSize+10), Err: errBoom}
+	if err := st.Put(ctx, storage.ContainerUploads, "fails", failing, size); !errors.Is(err, errBoom) {
+		t.Fatalf("Put = %v, want %v", err, errBoom)
+	}
+	if err := st.Put(ctx, storage.ContainerUploads, "long", storagetest.Pattern(1, size+1), size); !errors.Is(err, storage.ErrSizeMismatch) {
+		t.Fatalf("Put = %v, want ErrSizeMismatch", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	r := &cancelAfter{r: storagetest.Pattern(1, size), after: s3.MinPartSize + 1, cancel: cancel}
+	if err := st.Put(cancelled, storage.ContainerUploads, "cancelled", r, size); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put = %v, want context.Canceled", err)
+	}
+
+	client := rawClient(srv)
+	bucket := st.Bucket(storage.ContainerUploads)
+	ups, err := client.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range ups.Uploads {
+		t.Errorf("multipart upload left behind: %s %s", aws.ToString(u.Key), aws.ToString(u.UploadId))
+	}
+	objs, err := client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs.Contents {
+		t.Errorf("object left behind: %s (%d bytes)", aws.ToString(o.Key), aws.ToInt64(o.Size))
+	}
+}
+
+func TestIntegrationPut_MemoryDoesNotGrowWithObjectSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	ctx := t.Context()
+	srv := s3test.Start(t)
+	for _, tt := range []struct {
+		name     string
+		partSize int64
+	}{
+		{"SinglePut", s3.DefaultPartSize},
+		{"Multipart", s3.MinPartSize},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := srv
+			cfg.BucketPrefix = "m" + strings.ToLower(rand.Text()[:10]) + "-"
+			cfg.PartSize = tt.partSize
+			st, err := s3.New(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.EnsureContainer(ctx, storage.ContainerUploads); err != nil {
+				t.Fatal(err)
+			}
+			const size = 48 << 20
+			put := allocBytes(func() {
+				if err := st.Put(ctx, storage.ContainerUploads, "big", storagetest.Pattern(7, size), size); err != nil {
+					t.Fatal(err)
+				}
+			})
+			get := allocBytes(func() {
+				rc, err := st.Get(ctx, storage.ContainerUploads, "big", 0, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rc.Close()
+				if n, err := io.Copy(io.Discard, rc); err != nil || n != size {
+					t.Fatalf("read %d bytes, %v; want %d", n, err, size)
+				}
+			})
+			t.Logf("%d bytes: Put allocated %d bytes, Get %d", size, put, get)
+			// The SDK's fixed cost per request, never the object's size.
+			const limit = 4 << 20
+			if put > limit || get > limit {
+				t.Errorf("Put allocated %d bytes, Get %d, for %d bytes; want both below %d", put, get, size, limit)
+			}
+		})
+	}
+}
+
+func TestIntegrationPing_FailsWithWrongCredentials(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := srv
+	cfg.SecretKey = "wrong" + srv.SecretKey
+	st, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ping(t.Context()); err == nil {
+		t.Fatal("Ping with a wrong secret: no error")
+	}
+	if err := st.EnsureContainer(t.Context(), storage.ContainerUploads); err == nil {
+		t.Fatal("EnsureContainer with a wrong secret: no error")
+	}
+}
+
+func TestPing_FailsWhenTheServerIsDown(t *testing.T) {
+	cfg := s3.Config{Endpoint: "127.0.0.1:1", AccessKey: "a", SecretKey: "b"}
+	st, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ping(t.Context()); err == nil {
+		t.Fatal("Ping of a closed port: no error")
+	}
+}
+
+func TestNew_RejectsAnInvalidConfig(t *testing.T) {
+	for _, cfg := range []s3.Config{
+		{},
+		{Endpoint: "h:9000", AccessKey: "a"},
+		{Endpoint: "h:9000", BucketPrefix: "UPPER"},
+		{Endpoint: "h:9000", PartSize: 1 << 20},
+	} {
+		if _, err := s3.New(t.Context(), cfg); err == nil {
+			t.Errorf("New(%+v): no error", cfg)
+		}
+	}
+}
+
+// cancelAfter calls cancel once it has yielded after bytes.
+type cancelAfter struct {
+	r      io.Reader
+	after  int64
+	n      int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.n += int64(n); c.n >= c.after {
+		c.cancel()
+	}
+	return n, err
+}
+
+// allocBytes returns the bytes allocated on the heap while f ran.
+func allocBytes(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
