@@ -39,7 +39,7 @@ lint:
 bench:
 	@bash scripts/ensure-services.sh
 	@export VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
-		$(GO) run ./test/bench
+		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench
 
 ## fuzz: a short run of every fuzz target
 fuzz:

@@ -96,7 +96,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.maxUpload+multipartSlack)
 	rc := http.NewResponseController(w)
-	body := &stallReader{r: r.Body, rc: rc, timeout: s.stallTimeout}
+	body := &stallReader{r: r.Body, stall: stall{set: rc.SetReadDeadline, timeout: s.stallTimeout}}
 	form := multipart.NewReader(body, params["boundary"])
 
 	in, err := readUploadForm(form)
@@ -236,21 +236,40 @@ func (f *filePart) Read(p []byte) (int, error) {
 	return 0, errPartAfterFile.WithMessage("Form field %q comes after the file part; metadata parts must come first", next.FormName())
 }
 
-// stallReader cuts off a request body that moves no byte for timeout: each
-// read pushes the connection's read deadline forward.
-type stallReader struct {
-	r       io.Reader
-	rc      *http.ResponseController
+// stall pushes a connection deadline forward while a transfer moves, so a
+// body or a client that moves no byte for timeout is cut off while a slow
+// but steady transfer is not.
+type stall struct {
+	set     func(time.Time) error // SetReadDeadline or SetWriteDeadline
 	timeout time.Duration
 	next    time.Time
 }
 
-func (s *stallReader) Read(p []byte) (int, error) {
+func (s *stall) push() {
 	if now := time.Now(); now.After(s.next) {
-		_ = s.rc.SetReadDeadline(now.Add(s.timeout)) // unsupported only in tests
+		_ = s.set(now.Add(s.timeout)) // unsupported only by test recorders
 		s.next = now.Add(s.timeout / 4)
 	}
+}
+
+type stallReader struct {
+	r io.Reader
+	stall
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	s.push()
 	return s.r.Read(p)
+}
+
+type stallWriter struct {
+	w io.Writer
+	stall
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	s.push()
+	return s.w.Write(p)
 }
 
 func blobID(r *http.Request) (int64, error) {
@@ -326,7 +345,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 
-	out := &stallWriter{w: w, rc: http.NewResponseController(w), timeout: s.stallTimeout}
+	out := &stallWriter{w: w, stall: stall{set: http.NewResponseController(w).SetWriteDeadline, timeout: s.stallTimeout}}
 	n, err := io.Copy(out, d.Body)
 	s.metrics.downloaded.Add(float64(n))
 	if err != nil || n != d.Length {
@@ -335,22 +354,6 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 			slog.Int64("sent", n), slog.Int64("length", d.Length), slog.Any("error", err))
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// stallWriter cuts off a client that takes no byte for timeout.
-type stallWriter struct {
-	w       io.Writer
-	rc      *http.ResponseController
-	timeout time.Duration
-	next    time.Time
-}
-
-func (s *stallWriter) Write(p []byte) (int, error) {
-	if now := time.Now(); now.After(s.next) {
-		_ = s.rc.SetWriteDeadline(now.Add(s.timeout)) // unsupported only in tests
-		s.next = now.Add(s.timeout / 4)
-	}
-	return s.w.Write(p)
 }
 
 // parseRange reads a single-range "bytes=" header. Anything else (absent,
