@@ -1,0 +1,66 @@
+package business
+
+import "context"
+
+//go:generate go tool moq -rm -out ports_moq_test.go . BusinessRepo LocationRepo ProviderRepo HoursRepo Logos
+
+// BusinessRepo keeps businesses.
+type BusinessRepo interface {
+	// Create stores b and sets its ID and times.
+	Create(ctx context.Context, b *Business) error
+	// Get returns business id; a missing one is ErrBusinessNotFound.
+	Get(ctx context.Context, id string) (Business, error)
+	// Update applies fn to business id under a row lock and stores the
+	// result unless fn fails.
+	Update(ctx context.Context, id string, fn func(*Business) error) (Business, error)
+}
+
+// LocationRepo keeps business locations.
+type LocationRepo interface {
+	// Create stores l and sets its ID and times. When l.LogoBlobID is set,
+	// that blob entry is tied to the new location in the same transaction.
+	Create(ctx context.Context, l *Location) error
+	// Get returns location id with its business's owner; a missing one is
+	// ErrLocationNotFound.
+	Get(ctx context.Context, id int64) (Location, error)
+	// ListByBusiness returns the business's locations by id.
+	ListByBusiness(ctx context.Context, businessID string) ([]Location, error)
+	// Update applies fn to location id under a row lock and stores the
+	// result unless fn fails; a new LogoBlobID is tied to the location.
+	Update(ctx context.Context, id int64, fn func(*Location) error) (Location, error)
+}
+
+// ProviderRepo keeps providers and their affiliations with locations.
+type ProviderRepo interface {
+	// Create stores p, affiliated with location locationID, and sets its ID.
+	Create(ctx context.Context, p *Provider, locationID int64) error
+	// ListByLocation returns the providers affiliated with the location.
+	ListByLocation(ctx context.Context, locationID int64) ([]Provider, error)
+}
+
+// HoursRepo keeps operating hours. One entry per location and day is a
+// database constraint, so it holds under concurrent requests.
+type HoursRepo interface {
+	// List returns the location's entries, Monday first.
+	List(ctx context.Context, locationID int64) ([]Hours, error)
+	// Add stores every entry or none; a day the location already has is
+	// ErrDuplicateDay naming that day.
+	Add(ctx context.Context, locationID int64, hs []Hours) ([]Hours, error)
+	// Get returns entry id; a missing one is ErrHoursNotFound.
+	Get(ctx context.Context, id int64) (Hours, error)
+	// Update stores h; a day another entry of the location has is
+	// ErrDayConflict.
+	Update(ctx context.Context, h Hours) (Hours, error)
+	// Delete removes entry id; a missing one is ErrHoursNotFound.
+	Delete(ctx context.Context, id int64) error
+}
+
+// Logos stores location logos as blob entries in container images; app
+// implements it with the storage core.
+type Logos interface {
+	// Store keeps logo as a blob uploaded by the caller in ctx and returns
+	// the blob entry's id.
+	Store(ctx context.Context, logo Logo) (int64, error)
+	// Remove deletes the logo's object and row.
+	Remove(ctx context.Context, blobID int64) error
+}

@@ -1,0 +1,332 @@
+package business
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// cleanupTimeout bounds the removal of a logo after a failed write; it runs
+// even when the request's context is already cancelled.
+const cleanupTimeout = 30 * time.Second
+
+// Service holds the business use cases.
+type Service struct {
+	businesses BusinessRepo
+	locations  LocationRepo
+	providers  ProviderRepo
+	hours      HoursRepo
+	logos      Logos
+}
+
+// NewService returns the business core.
+func NewService(businesses BusinessRepo, locations LocationRepo, providers ProviderRepo, hours HoursRepo, logos Logos) *Service {
+	return &Service{businesses: businesses, locations: locations, providers: providers, hours: hours, logos: logos}
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ErrInvalidBusinessID is a business id that is not a UUID.
+var ErrInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_id", Message: "The business id must be a UUID"}
+
+// owned loads business id when the caller owns it; any other business is
+// reported as missing.
+func (s *Service) owned(ctx context.Context, id string) (Business, error) {
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return Business{}, core.ErrUnauthenticated
+	}
+	if !uuidPattern.MatchString(id) {
+		return Business{}, ErrInvalidBusinessID
+	}
+	b, err := s.businesses.Get(ctx, strings.ToLower(id))
+	if err != nil {
+		return Business{}, err
+	}
+	if b.OwnerSubject != actor.Subject {
+		return Business{}, ErrBusinessNotFound
+	}
+	return b, nil
+}
+
+// ownedLocation loads location id when the caller owns its business.
+func (s *Service) ownedLocation(ctx context.Context, id int64) (Location, error) {
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return Location{}, core.ErrUnauthenticated
+	}
+	if id <= 0 {
+		return Location{}, ErrLocationNotFound
+	}
+	l, err := s.locations.Get(ctx, id)
+	if err != nil {
+		return Location{}, err
+	}
+	if l.OwnerSubject != actor.Subject {
+		return Location{}, ErrLocationNotFound
+	}
+	return l, nil
+}
+
+// Business returns business id.
+func (s *Service) Business(ctx context.Context, id string) (Business, error) {
+	return s.owned(ctx, id)
+}
+
+// EditBusiness applies a partial update to business id.
+func (s *Service) EditBusiness(ctx context.Context, id string, e BusinessEdit) (Business, error) {
+	if _, err := s.owned(ctx, id); err != nil {
+		return Business{}, err
+	}
+	e = e.trimmed()
+	if err := e.validate(); err != nil {
+		return Business{}, err
+	}
+	return s.businesses.Update(ctx, strings.ToLower(id), func(b *Business) error {
+		e.apply(b)
+		return nil
+	})
+}
+
+// Locations returns the locations of business id.
+func (s *Service) Locations(ctx context.Context, businessID string) ([]Location, error) {
+	b, err := s.owned(ctx, businessID)
+	if err != nil {
+		return nil, err
+	}
+	return s.locations.ListByBusiness(ctx, b.ID)
+}
+
+// CreateLocation adds a location, with an optional logo, to business id.
+// A failure leaves neither a location nor a logo behind.
+func (s *Service) CreateLocation(ctx context.Context, businessID string, in LocationInput, logo *Logo) (Location, error) {
+	b, err := s.owned(ctx, businessID)
+	if err != nil {
+		return Location{}, err
+	}
+	in = in.trimmed()
+	if err := in.validate(true); err != nil {
+		return Location{}, err
+	}
+	if err := checkLogo(logo); err != nil {
+		return Location{}, err
+	}
+	l := Location{BusinessID: b.ID, OwnerSubject: b.OwnerSubject}
+	in.apply(&l)
+	if logo != nil {
+		if l.LogoBlobID, err = s.logos.Store(ctx, *logo); err != nil {
+			return Location{}, fmt.Errorf("store logo: %w", err)
+		}
+	}
+	if err := s.locations.Create(ctx, &l); err != nil {
+		s.removeLogo(ctx, l.LogoBlobID)
+		return Location{}, err
+	}
+	return l, nil
+}
+
+// UpdateLocation applies a partial update to location id; a new logo
+// replaces the old one, whose blob is then removed.
+func (s *Service) UpdateLocation(ctx context.Context, id int64, in LocationInput, logo *Logo) (Location, error) {
+	if _, err := s.ownedLocation(ctx, id); err != nil {
+		return Location{}, err
+	}
+	in = in.trimmed()
+	if err := in.validate(false); err != nil {
+		return Location{}, err
+	}
+	if err := checkLogo(logo); err != nil {
+		return Location{}, err
+	}
+	var newLogo, oldLogo int64
+	if logo != nil {
+		var err error
+		if newLogo, err = s.logos.Store(ctx, *logo); err != nil {
+			return Location{}, fmt.Errorf("store logo: %w", err)
+		}
+	}
+	l, err := s.locations.Update(ctx, id, func(l *Location) error {
+		in.apply(l)
+		if newLogo != 0 {
+			oldLogo, l.LogoBlobID = l.LogoBlobID, newLogo
+		}
+		return nil
+	})
+	if err != nil {
+		s.removeLogo(ctx, newLogo)
+		return Location{}, err
+	}
+	s.removeLogo(ctx, oldLogo)
+	return l, nil
+}
+
+func checkLogo(logo *Logo) error {
+	if logo == nil {
+		return nil
+	}
+	mt, _, _ := strings.Cut(strings.ToLower(logo.ContentType), ";")
+	if !strings.HasPrefix(strings.TrimSpace(mt), "image/") {
+		return ErrInvalidLogo.WithMessage("The logo must be an image (JPEG, PNG, GIF, WebP, BMP or TIFF), got %q", mt)
+	}
+	if logo.Size > MaxLogoBytes {
+		return &core.Error{Kind: core.KindTooLarge, Code: "logo_too_large", Message: fmt.Sprintf("The logo must be at most %d bytes", MaxLogoBytes)}
+	}
+	return nil
+}
+
+// removeLogo deletes a logo blob that no location refers to any more. A
+// failure leaves an orphan blob that its uploader can still delete.
+func (s *Service) removeLogo(ctx context.Context, id int64) {
+	if id == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_ = s.logos.Remove(ctx, id)
+}
+
+// Providers returns the providers affiliated with location id.
+func (s *Service) Providers(ctx context.Context, locationID int64) ([]Provider, error) {
+	if _, err := s.ownedLocation(ctx, locationID); err != nil {
+		return nil, err
+	}
+	return s.providers.ListByLocation(ctx, locationID)
+}
+
+// Hours returns the operating hours of location id, Monday first.
+func (s *Service) Hours(ctx context.Context, locationID int64) ([]Hours, error) {
+	if _, err := s.ownedLocation(ctx, locationID); err != nil {
+		return nil, err
+	}
+	return s.hours.List(ctx, locationID)
+}
+
+// AddHours adds entries to location id: all of them or none. A day given
+// twice, or one the location already has, is a conflict.
+func (s *Service) AddHours(ctx context.Context, locationID int64, in []HoursInput) ([]Hours, error) {
+	if _, err := s.ownedLocation(ctx, locationID); err != nil {
+		return nil, err
+	}
+	if len(in) == 0 {
+		return nil, ErrInvalid.WithMessage("Validation failed: operatingHours must hold at least one entry")
+	}
+	if len(in) > 7 {
+		return nil, ErrInvalid.WithMessage("Validation failed: operatingHours holds at most 7 entries, one per day")
+	}
+	var p problems
+	hs := make([]Hours, len(in))
+	for i, h := range in {
+		hs[i] = h.parse(fmt.Sprintf("operatingHours[%d]", i), &p)
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	seen := map[time.Weekday]bool{}
+	for _, h := range hs {
+		if seen[h.Day] {
+			return nil, ErrDuplicateDay.WithMessage("%s is given more than once in the request", h.Day)
+		}
+		seen[h.Day] = true
+	}
+	return s.hours.Add(ctx, locationID, hs)
+}
+
+// UpdateHours changes entry id.
+func (s *Service) UpdateHours(ctx context.Context, id int64, in HoursInput) (Hours, error) {
+	cur, err := s.ownedHours(ctx, id)
+	if err != nil {
+		return Hours{}, err
+	}
+	var p problems
+	h := in.parse("", &p)
+	if err := p.err(); err != nil {
+		return Hours{}, err
+	}
+	h.ID, h.LocationID = cur.ID, cur.LocationID
+	return s.hours.Update(ctx, h)
+}
+
+// DeleteHours removes entry id.
+func (s *Service) DeleteHours(ctx context.Context, id int64) error {
+	if _, err := s.ownedHours(ctx, id); err != nil {
+		return err
+	}
+	return s.hours.Delete(ctx, id)
+}
+
+// ownedHours loads entry id when the caller owns its location's business.
+func (s *Service) ownedHours(ctx context.Context, id int64) (Hours, error) {
+	if _, ok := core.ActorFrom(ctx); !ok {
+		return Hours{}, core.ErrUnauthenticated
+	}
+	if id <= 0 {
+		return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+	}
+	h, err := s.hours.Get(ctx, id)
+	if errors.Is(err, ErrHoursNotFound) {
+		return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+	}
+	if err != nil {
+		return Hours{}, err
+	}
+	if _, err := s.ownedLocation(ctx, h.LocationID); err != nil {
+		return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+	}
+	return h, nil
+}
+
+// CreateBusiness creates a business owned by owner (admin CLI).
+func (s *Service) CreateBusiness(ctx context.Context, name, email, owner string) (Business, error) {
+	e := BusinessEdit{Name: &name, Email: &email}.trimmed()
+	var p problems
+	if *e.Name == "" {
+		p.add("name", "is required")
+	}
+	if *e.Email == "" {
+		p.add("email", "is required")
+	}
+	if strings.TrimSpace(owner) == "" {
+		p.add("owner", "is required")
+	}
+	if err := p.err(); err != nil {
+		return Business{}, err
+	}
+	if err := e.validate(); err != nil {
+		return Business{}, err
+	}
+	b := Business{OwnerSubject: strings.TrimSpace(owner)}
+	e.apply(&b)
+	if err := s.businesses.Create(ctx, &b); err != nil {
+		return Business{}, err
+	}
+	return b, nil
+}
+
+// CreateProvider creates a provider affiliated with location locationID
+// (admin CLI).
+func (s *Service) CreateProvider(ctx context.Context, pr Provider, locationID int64) (Provider, error) {
+	pr.FirstName, pr.LastName = strings.TrimSpace(pr.FirstName), strings.TrimSpace(pr.LastName)
+	pr.Email, pr.TelehealthLink = strings.TrimSpace(pr.Email), strings.TrimSpace(pr.TelehealthLink)
+	var p problems
+	p.check("first", &pr.FirstName, true, func(string) bool { return true }, "")
+	p.check("last", &pr.LastName, true, func(string) bool { return true }, "")
+	p.text("first", &pr.FirstName, 100)
+	p.text("last", &pr.LastName, 100)
+	p.check("email", &pr.Email, true, ValidEmail, "must be a valid e-mail address")
+	p.check("telehealth", &pr.TelehealthLink, false, ValidURL, "must be an http(s) URL")
+	if err := p.err(); err != nil {
+		return Provider{}, err
+	}
+	if _, err := s.locations.Get(ctx, locationID); err != nil {
+		return Provider{}, err
+	}
+	if err := s.providers.Create(ctx, &pr, locationID); err != nil {
+		return Provider{}, err
+	}
+	return pr, nil
+}
