@@ -24,6 +24,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/adapters/s3"
+	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -94,10 +95,12 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
 	api := httpapi.New(httpapi.Config{
 		Log:      a.log.With("component", "http"),
 		Auth:     verifier,
-		Storage:  storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes),
+		Storage:  blobs,
+		Business: NewBusiness(a.db, blobs),
 		Registry: registry,
 		Ready: func(ctx context.Context) error {
 			return errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
@@ -147,6 +150,12 @@ func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
 		return nil, fmt.Errorf("OIDC_ISSUER_URL: %w", err)
 	}
 	return v, nil
+}
+
+// NewBusiness wires the business core to its PostgreSQL repositories and,
+// for logos, to the storage core (nil: no logos, as for the admin CLI).
+func NewBusiness(db *postgres.Store, blobs *storage.Service) *business.Service {
+	return business.NewService(db.Businesses(), db.Locations(), db.Providers(), db.Hours(), logos{storage: blobs})
 }
 
 // Addr is the address the server listens on.

@@ -5,6 +5,7 @@ package ports
 import (
 	"context"
 
+	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -17,3 +18,19 @@ type Storage interface {
 }
 
 var _ Storage = (*storage.Service)(nil)
+
+// Business is the business-management use cases (core/business.Service).
+type Business interface {
+	Business(ctx context.Context, id string) (business.Business, error)
+	EditBusiness(ctx context.Context, id string, e business.BusinessEdit) (business.Business, error)
+	Locations(ctx context.Context, businessID string) ([]business.Location, error)
+	CreateLocation(ctx context.Context, businessID string, in business.LocationInput, logo *business.Logo) (business.Location, error)
+	UpdateLocation(ctx context.Context, id int64, in business.LocationInput, logo *business.Logo) (business.Location, error)
+	Providers(ctx context.Context, locationID int64) ([]business.Provider, error)
+	Hours(ctx context.Context, locationID int64) ([]business.Hours, error)
+	AddHours(ctx context.Context, locationID int64, in []business.HoursInput) ([]business.Hours, error)
+	UpdateHours(ctx context.Context, id int64, in business.HoursInput) (business.Hours, error)
+	DeleteHours(ctx context.Context, id int64) error
+}
+
+var _ Business = (*business.Service)(nil)

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
 	"github.com/carebridge/carebridge/ports"
 	"sync"
@@ -235,5 +236,569 @@ func (mock *StorageMock) UploadCalls() []struct {
 	mock.lockUpload.RLock()
 	calls = mock.calls.Upload
 	mock.lockUpload.RUnlock()
+	return calls
+}
+
+// Ensure, that BusinessMock does implement ports.Business.
+// If this is not the case, regenerate this file with moq.
+var _ ports.Business = &BusinessMock{}
+
+// BusinessMock is a mock implementation of ports.Business.
+//
+//	func TestSomethingThatUsesBusiness(t *testing.T) {
+//
+//		// make and configure a mocked ports.Business
+//		mockedBusiness := &BusinessMock{
+//			AddHoursFunc: func(ctx context.Context, locationID int64, in []business.HoursInput) ([]business.Hours, error) {
+//				panic("mock out the AddHours method")
+//			},
+//			BusinessFunc: func(ctx context.Context, id string) (business.Business, error) {
+//				panic("mock out the Business method")
+//			},
+//			CreateLocationFunc: func(ctx context.Context, businessID string, in business.LocationInput, logo *business.Logo) (business.Location, error) {
+//				panic("mock out the CreateLocation method")
+//			},
+//			DeleteHoursFunc: func(ctx context.Context, id int64) error {
+//				panic("mock out the DeleteHours method")
+//			},
+//			EditBusinessFunc: func(ctx context.Context, id string, e business.BusinessEdit) (business.Business, error) {
+//				panic("mock out the EditBusiness method")
+//			},
+//			HoursFunc: func(ctx context.Context, locationID int64) ([]business.Hours, error) {
+//				panic("mock out the Hours method")
+//			},
+//			LocationsFunc: func(ctx context.Context, businessID string) ([]business.Location, error) {
+//				panic("mock out the Locations method")
+//			},
+//			ProvidersFunc: func(ctx context.Context, locationID int64) ([]business.Provider, error) {
+//				panic("mock out the Providers method")
+//			},
+//			UpdateHoursFunc: func(ctx context.Context, id int64, in business.HoursInput) (business.Hours, error) {
+//				panic("mock out the UpdateHours method")
+//			},
+//			UpdateLocationFunc: func(ctx context.Context, id int64, in business.LocationInput, logo *business.Logo) (business.Location, error) {
+//				panic("mock out the UpdateLocation method")
+//			},
+//		}
+//
+//		// use mockedBusiness in code that requires ports.Business
+//		// and then make assertions.
+//
+//	}
+type BusinessMock struct {
+	// AddHoursFunc mocks the AddHours method.
+	AddHoursFunc func(ctx context.Context, locationID int64, in []business.HoursInput) ([]business.Hours, error)
+
+	// BusinessFunc mocks the Business method.
+	BusinessFunc func(ctx context.Context, id string) (business.Business, error)
+
+	// CreateLocationFunc mocks the CreateLocation method.
+	CreateLocationFunc func(ctx context.Context, businessID string, in business.LocationInput, logo *business.Logo) (business.Location, error)
+
+	// DeleteHoursFunc mocks the DeleteHours method.
+	DeleteHoursFunc func(ctx context.Context, id int64) error
+
+	// EditBusinessFunc mocks the EditBusiness method.
+	EditBusinessFunc func(ctx context.Context, id string, e business.BusinessEdit) (business.Business, error)
+
+	// HoursFunc mocks the Hours method.
+	HoursFunc func(ctx context.Context, locationID int64) ([]business.Hours, error)
+
+	// LocationsFunc mocks the Locations method.
+	LocationsFunc func(ctx context.Context, businessID string) ([]business.Location, error)
+
+	// ProvidersFunc mocks the Providers method.
+	ProvidersFunc func(ctx context.Context, locationID int64) ([]business.Provider, error)
+
+	// UpdateHoursFunc mocks the UpdateHours method.
+	UpdateHoursFunc func(ctx context.Context, id int64, in business.HoursInput) (business.Hours, error)
+
+	// UpdateLocationFunc mocks the UpdateLocation method.
+	UpdateLocationFunc func(ctx context.Context, id int64, in business.LocationInput, logo *business.Logo) (business.Location, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// AddHours holds details about calls to the AddHours method.
+		AddHours []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// LocationID is the locationID argument value.
+			LocationID int64
+			// In is the in argument value.
+			In []business.HoursInput
+		}
+		// Business holds details about calls to the Business method.
+		Business []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+		}
+		// CreateLocation holds details about calls to the CreateLocation method.
+		CreateLocation []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// In is the in argument value.
+			In business.LocationInput
+			// Logo is the logo argument value.
+			Logo *business.Logo
+		}
+		// DeleteHours holds details about calls to the DeleteHours method.
+		DeleteHours []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID int64
+		}
+		// EditBusiness holds details about calls to the EditBusiness method.
+		EditBusiness []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// E is the e argument value.
+			E business.BusinessEdit
+		}
+		// Hours holds details about calls to the Hours method.
+		Hours []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// LocationID is the locationID argument value.
+			LocationID int64
+		}
+		// Locations holds details about calls to the Locations method.
+		Locations []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+		}
+		// Providers holds details about calls to the Providers method.
+		Providers []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// LocationID is the locationID argument value.
+			LocationID int64
+		}
+		// UpdateHours holds details about calls to the UpdateHours method.
+		UpdateHours []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID int64
+			// In is the in argument value.
+			In business.HoursInput
+		}
+		// UpdateLocation holds details about calls to the UpdateLocation method.
+		UpdateLocation []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID int64
+			// In is the in argument value.
+			In business.LocationInput
+			// Logo is the logo argument value.
+			Logo *business.Logo
+		}
+	}
+	lockAddHours       sync.RWMutex
+	lockBusiness       sync.RWMutex
+	lockCreateLocation sync.RWMutex
+	lockDeleteHours    sync.RWMutex
+	lockEditBusiness   sync.RWMutex
+	lockHours          sync.RWMutex
+	lockLocations      sync.RWMutex
+	lockProviders      sync.RWMutex
+	lockUpdateHours    sync.RWMutex
+	lockUpdateLocation sync.RWMutex
+}
+
+// AddHours calls AddHoursFunc.
+func (mock *BusinessMock) AddHours(ctx context.Context, locationID int64, in []business.HoursInput) ([]business.Hours, error) {
+	if mock.AddHoursFunc == nil {
+		panic("BusinessMock.AddHoursFunc: method is nil but Business.AddHours was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		LocationID int64
+		In         []business.HoursInput
+	}{
+		Ctx:        ctx,
+		LocationID: locationID,
+		In:         in,
+	}
+	mock.lockAddHours.Lock()
+	mock.calls.AddHours = append(mock.calls.AddHours, callInfo)
+	mock.lockAddHours.Unlock()
+	return mock.AddHoursFunc(ctx, locationID, in)
+}
+
+// AddHoursCalls gets all the calls that were made to AddHours.
+// Check the length with:
+//
+//	len(mockedBusiness.AddHoursCalls())
+func (mock *BusinessMock) AddHoursCalls() []struct {
+	Ctx        context.Context
+	LocationID int64
+	In         []business.HoursInput
+} {
+	var calls []struct {
+		Ctx        context.Context
+		LocationID int64
+		In         []business.HoursInput
+	}
+	mock.lockAddHours.RLock()
+	calls = mock.calls.AddHours
+	mock.lockAddHours.RUnlock()
+	return calls
+}
+
+// Business calls BusinessFunc.
+func (mock *BusinessMock) Business(ctx context.Context, id string) (business.Business, error) {
+	if mock.BusinessFunc == nil {
+		panic("BusinessMock.BusinessFunc: method is nil but Business.Business was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  string
+	}{
+		Ctx: ctx,
+		ID:  id,
+	}
+	mock.lockBusiness.Lock()
+	mock.calls.Business = append(mock.calls.Business, callInfo)
+	mock.lockBusiness.Unlock()
+	return mock.BusinessFunc(ctx, id)
+}
+
+// BusinessCalls gets all the calls that were made to Business.
+// Check the length with:
+//
+//	len(mockedBusiness.BusinessCalls())
+func (mock *BusinessMock) BusinessCalls() []struct {
+	Ctx context.Context
+	ID  string
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  string
+	}
+	mock.lockBusiness.RLock()
+	calls = mock.calls.Business
+	mock.lockBusiness.RUnlock()
+	return calls
+}
+
+// CreateLocation calls CreateLocationFunc.
+func (mock *BusinessMock) CreateLocation(ctx context.Context, businessID string, in business.LocationInput, logo *business.Logo) (business.Location, error) {
+	if mock.CreateLocationFunc == nil {
+		panic("BusinessMock.CreateLocationFunc: method is nil but Business.CreateLocation was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		In         business.LocationInput
+		Logo       *business.Logo
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		In:         in,
+		Logo:       logo,
+	}
+	mock.lockCreateLocation.Lock()
+	mock.calls.CreateLocation = append(mock.calls.CreateLocation, callInfo)
+	mock.lockCreateLocation.Unlock()
+	return mock.CreateLocationFunc(ctx, businessID, in, logo)
+}
+
+// CreateLocationCalls gets all the calls that were made to CreateLocation.
+// Check the length with:
+//
+//	len(mockedBusiness.CreateLocationCalls())
+func (mock *BusinessMock) CreateLocationCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	In         business.LocationInput
+	Logo       *business.Logo
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		In         business.LocationInput
+		Logo       *business.Logo
+	}
+	mock.lockCreateLocation.RLock()
+	calls = mock.calls.CreateLocation
+	mock.lockCreateLocation.RUnlock()
+	return calls
+}
+
+// DeleteHours calls DeleteHoursFunc.
+func (mock *BusinessMock) DeleteHours(ctx context.Context, id int64) error {
+	if mock.DeleteHoursFunc == nil {
+		panic("BusinessMock.DeleteHoursFunc: method is nil but Business.DeleteHours was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  int64
+	}{
+		Ctx: ctx,
+		ID:  id,
+	}
+	mock.lockDeleteHours.Lock()
+	mock.calls.DeleteHours = append(mock.calls.DeleteHours, callInfo)
+	mock.lockDeleteHours.Unlock()
+	return mock.DeleteHoursFunc(ctx, id)
+}
+
+// DeleteHoursCalls gets all the calls that were made to DeleteHours.
+// Check the length with:
+//
+//	len(mockedBusiness.DeleteHoursCalls())
+func (mock *BusinessMock) DeleteHoursCalls() []struct {
+	Ctx context.Context
+	ID  int64
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  int64
+	}
+	mock.lockDeleteHours.RLock()
+	calls = mock.calls.DeleteHours
+	mock.lockDeleteHours.RUnlock()
+	return calls
+}
+
+// EditBusiness calls EditBusinessFunc.
+func (mock *BusinessMock) EditBusiness(ctx context.Context, id string, e business.BusinessEdit) (business.Business, error) {
+	if mock.EditBusinessFunc == nil {
+		panic("BusinessMock.EditBusinessFunc: method is nil but Business.EditBusiness was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  string
+		E   business.BusinessEdit
+	}{
+		Ctx: ctx,
+		ID:  id,
+		E:   e,
+	}
+	mock.lockEditBusiness.Lock()
+	mock.calls.EditBusiness = append(mock.calls.EditBusiness, callInfo)
+	mock.lockEditBusiness.Unlock()
+	return mock.EditBusinessFunc(ctx, id, e)
+}
+
+// EditBusinessCalls gets all the calls that were made to EditBusiness.
+// Check the length with:
+//
+//	len(mockedBusiness.EditBusinessCalls())
+func (mock *BusinessMock) EditBusinessCalls() []struct {
+	Ctx context.Context
+	ID  string
+	E   business.BusinessEdit
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  string
+		E   business.BusinessEdit
+	}
+	mock.lockEditBusiness.RLock()
+	calls = mock.calls.EditBusiness
+	mock.lockEditBusiness.RUnlock()
+	return calls
+}
+
+// Hours calls HoursFunc.
+func (mock *BusinessMock) Hours(ctx context.Context, locationID int64) ([]business.Hours, error) {
+	if mock.HoursFunc == nil {
+		panic("BusinessMock.HoursFunc: method is nil but Business.Hours was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		LocationID int64
+	}{
+		Ctx:        ctx,
+		LocationID: locationID,
+	}
+	mock.lockHours.Lock()
+	mock.calls.Hours = append(mock.calls.Hours, callInfo)
+	mock.lockHours.Unlock()
+	return mock.HoursFunc(ctx, locationID)
+}
+
+// HoursCalls gets all the calls that were made to Hours.
+// Check the length with:
+//
+//	len(mockedBusiness.HoursCalls())
+func (mock *BusinessMock) HoursCalls() []struct {
+	Ctx        context.Context
+	LocationID int64
+} {
+	var calls []struct {
+		Ctx        context.Context
+		LocationID int64
+	}
+	mock.lockHours.RLock()
+	calls = mock.calls.Hours
+	mock.lockHours.RUnlock()
+	return calls
+}
+
+// Locations calls LocationsFunc.
+func (mock *BusinessMock) Locations(ctx context.Context, businessID string) ([]business.Location, error) {
+	if mock.LocationsFunc == nil {
+		panic("BusinessMock.LocationsFunc: method is nil but Business.Locations was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+	}
+	mock.lockLocations.Lock()
+	mock.calls.Locations = append(mock.calls.Locations, callInfo)
+	mock.lockLocations.Unlock()
+	return mock.LocationsFunc(ctx, businessID)
+}
+
+// LocationsCalls gets all the calls that were made to Locations.
+// Check the length with:
+//
+//	len(mockedBusiness.LocationsCalls())
+func (mock *BusinessMock) LocationsCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+	}
+	mock.lockLocations.RLock()
+	calls = mock.calls.Locations
+	mock.lockLocations.RUnlock()
+	return calls
+}
+
+// Providers calls ProvidersFunc.
+func (mock *BusinessMock) Providers(ctx context.Context, locationID int64) ([]business.Provider, error) {
+	if mock.ProvidersFunc == nil {
+		panic("BusinessMock.ProvidersFunc: method is nil but Business.Providers was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		LocationID int64
+	}{
+		Ctx:        ctx,
+		LocationID: locationID,
+	}
+	mock.lockProviders.Lock()
+	mock.calls.Providers = append(mock.calls.Providers, callInfo)
+	mock.lockProviders.Unlock()
+	return mock.ProvidersFunc(ctx, locationID)
+}
+
+// ProvidersCalls gets all the calls that were made to Providers.
+// Check the length with:
+//
+//	len(mockedBusiness.ProvidersCalls())
+func (mock *BusinessMock) ProvidersCalls() []struct {
+	Ctx        context.Context
+	LocationID int64
+} {
+	var calls []struct {
+		Ctx        context.Context
+		LocationID int64
+	}
+	mock.lockProviders.RLock()
+	calls = mock.calls.Providers
+	mock.lockProviders.RUnlock()
+	return calls
+}
+
+// UpdateHours calls UpdateHoursFunc.
+func (mock *BusinessMock) UpdateHours(ctx context.Context, id int64, in business.HoursInput) (business.Hours, error) {
+	if mock.UpdateHoursFunc == nil {
+		panic("BusinessMock.UpdateHoursFunc: method is nil but Business.UpdateHours was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  int64
+		In  business.HoursInput
+	}{
+		Ctx: ctx,
+		ID:  id,
+		In:  in,
+	}
+	mock.lockUpdateHours.Lock()
+	mock.calls.UpdateHours = append(mock.calls.UpdateHours, callInfo)
+	mock.lockUpdateHours.Unlock()
+	return mock.UpdateHoursFunc(ctx, id, in)
+}
+
+// UpdateHoursCalls gets all the calls that were made to UpdateHours.
+// Check the length with:
+//
+//	len(mockedBusiness.UpdateHoursCalls())
+func (mock *BusinessMock) UpdateHoursCalls() []struct {
+	Ctx context.Context
+	ID  int64
+	In  business.HoursInput
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  int64
+		In  business.HoursInput
+	}
+	mock.lockUpdateHours.RLock()
+	calls = mock.calls.UpdateHours
+	mock.lockUpdateHours.RUnlock()
+	return calls
+}
+
+// UpdateLocation calls UpdateLocationFunc.
+func (mock *BusinessMock) UpdateLocation(ctx context.Context, id int64, in business.LocationInput, logo *business.Logo) (business.Location, error) {
+	if mock.UpdateLocationFunc == nil {
+		panic("BusinessMock.UpdateLocationFunc: method is nil but Business.UpdateLocation was just called")
+	}
+	callInfo := struct {
+		Ctx  context.Context
+		ID   int64
+		In   business.LocationInput
+		Logo *business.Logo
+	}{
+		Ctx:  ctx,
+		ID:   id,
+		In:   in,
+		Logo: logo,
+	}
+	mock.lockUpdateLocation.Lock()
+	mock.calls.UpdateLocation = append(mock.calls.UpdateLocation, callInfo)
+	mock.lockUpdateLocation.Unlock()
+	return mock.UpdateLocationFunc(ctx, id, in, logo)
+}
+
+// UpdateLocationCalls gets all the calls that were made to UpdateLocation.
+// Check the length with:
+//
+//	len(mockedBusiness.UpdateLocationCalls())
+func (mock *BusinessMock) UpdateLocationCalls() []struct {
+	Ctx  context.Context
+	ID   int64
+	In   business.LocationInput
+	Logo *business.Logo
+} {
+	var calls []struct {
+		Ctx  context.Context
+		ID   int64
+		In   business.LocationInput
+		Logo *business.Logo
+	}
+	mock.lockUpdateLocation.RLock()
+	calls = mock.calls.UpdateLocation
+	mock.lockUpdateLocation.RUnlock()
 	return calls
 }

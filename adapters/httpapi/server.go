@@ -1,4 +1,4 @@
-//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage
+//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business
 
 // Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
 // middleware and handlers. It calls the use cases through package ports and
@@ -29,6 +29,7 @@ type Config struct {
 	Log      *slog.Logger
 	Auth     Authenticator
 	Storage  ports.Storage
+	Business ports.Business
 	Registry *prometheus.Registry
 	// Ready reports whether the dependencies (database, blob store) answer.
 	Ready              func(ctx context.Context) error
@@ -44,6 +45,7 @@ type Server struct {
 	log          *slog.Logger
 	auth         Authenticator
 	storage      ports.Storage
+	business     ports.Business
 	ready        func(ctx context.Context) error
 	maxUpload    int64
 	corsOrigins  []string
@@ -58,6 +60,7 @@ func New(cfg Config) *Server {
 		log:          cfg.Log,
 		auth:         cfg.Auth,
 		storage:      cfg.Storage,
+		business:     cfg.Business,
 		ready:        cfg.Ready,
 		maxUpload:    cfg.MaxUploadBytes,
 		corsOrigins:  cfg.CORSAllowedOrigins,
@@ -83,6 +86,7 @@ func New(cfg Config) *Server {
 	api.HandleFunc("/cloud-blob/download/{id}", s.download).Methods(http.MethodGet)
 	api.HandleFunc("/cloud-blob/metadata/{id}", s.metadata).Methods(http.MethodGet)
 	api.HandleFunc("/cloud-blob/{id}", s.deleteBlob).Methods(http.MethodDelete)
+	s.businessRoutes(r)
 
 	s.handler = s.withRequest(s.observe(s.cors(r)))
 	return s

@@ -85,7 +85,7 @@ func do(t *testing.T, s http.Handler, method, path string, body io.Reader, heade
 	return w
 }
 
-func envelope(t *testing.T, w *httptest.ResponseRecorder) errorBody {
+func errEnvelope(t *testing.T, w *httptest.ResponseRecorder) errorBody {
 	t.Helper()
 	var e errorBody
 	raw := w.Body.Bytes()
@@ -181,7 +181,7 @@ func TestUpload_RefusesBadForms(t *testing.T) {
 				ct = tt.ct
 			}
 			w := do(t, newTestServer(t, st), "POST", "/cloud-blob/upload", body, "Content-Type", ct)
-			if e := envelope(t, w); w.Code != tt.status || e.Code != tt.code {
+			if e := errEnvelope(t, w); w.Code != tt.status || e.Code != tt.code {
 				t.Fatalf("got %d %s (%s), want %d %s", w.Code, e.Code, e.Message, tt.status, tt.code)
 			}
 		})
@@ -192,7 +192,7 @@ func TestAuth_RefusesMissingOrBadTokens(t *testing.T) {
 	s := newTestServer(t, &StorageMock{})
 	for _, h := range []string{"", "Bearer", "Bearer ", "Basic dXNlcjpw", "Bearer bad-token", "good-alice"} {
 		w := do(t, s, "GET", "/cloud-blob/metadata/1", nil, "Authorization", h)
-		if e := envelope(t, w); w.Code != 401 || w.Header().Get("WWW-Authenticate") == "" {
+		if e := errEnvelope(t, w); w.Code != 401 || w.Header().Get("WWW-Authenticate") == "" {
 			t.Errorf("Authorization %q: got %d %s", h, w.Code, e.Code)
 		}
 	}
@@ -220,7 +220,7 @@ func TestErrors_KindsMapToStatusesInTheEnvelope(t *testing.T) {
 	for _, tt := range tests {
 		st := &StorageMock{MetadataFunc: func(context.Context, int64) (storage.Blob, error) { return storage.Blob{}, tt.err }}
 		w := do(t, newTestServer(t, st), "GET", "/cloud-blob/metadata/3", nil, "X-Request-Id", "req-123")
-		e := envelope(t, w)
+		e := errEnvelope(t, w)
 		if w.Code != tt.status || e.Code != tt.code {
 			t.Errorf("%v: got %d %s, want %d %s", tt.err, w.Code, e.Code, tt.status, tt.code)
 		}
@@ -237,7 +237,7 @@ func TestIDs_NonNumericIs400(t *testing.T) {
 	s := newTestServer(t, &StorageMock{})
 	for _, p := range []string{"/cloud-blob/metadata/abc", "/cloud-blob/download/-1", "/cloud-blob/metadata/0", "/cloud-blob/metadata/99999999999999999999"} {
 		w := do(t, s, "GET", p, nil)
-		if e := envelope(t, w); w.Code != 400 || e.Code != "invalid_id" {
+		if e := errEnvelope(t, w); w.Code != 400 || e.Code != "invalid_id" {
 			t.Errorf("%s: %d %s", p, w.Code, e.Code)
 		}
 	}
@@ -248,10 +248,10 @@ func TestIDs_NonNumericIs400(t *testing.T) {
 
 func TestRoutes_UnknownAndWrongMethod(t *testing.T) {
 	s := newTestServer(t, &StorageMock{})
-	if w := do(t, s, "GET", "/nope", nil); w.Code != 404 || envelope(t, w).Code != "route_not_found" {
+	if w := do(t, s, "GET", "/nope", nil); w.Code != 404 || errEnvelope(t, w).Code != "route_not_found" {
 		t.Errorf("unknown route: %d", w.Code)
 	}
-	if w := do(t, s, "PUT", "/cloud-blob/upload", nil); w.Code != 405 || envelope(t, w).Code != "method_not_allowed" {
+	if w := do(t, s, "PUT", "/cloud-blob/upload", nil); w.Code != 405 || errEnvelope(t, w).Code != "method_not_allowed" {
 		t.Errorf("wrong method: %d", w.Code)
 	}
 }
@@ -307,7 +307,7 @@ func TestDownload_UnsatisfiableRangeIs416(t *testing.T) {
 		MetadataFunc: func(context.Context, int64) (storage.Blob, error) { return sample, nil },
 	}
 	w := do(t, newTestServer(t, st), "GET", "/cloud-blob/download/5", nil, "Range", "bytes=100-")
-	if e := envelope(t, w); w.Code != 416 || e.Code != "range_not_satisfiable" || w.Header().Get("Content-Range") != "bytes */9" {
+	if e := errEnvelope(t, w); w.Code != 416 || e.Code != "range_not_satisfiable" || w.Header().Get("Content-Range") != "bytes */9" {
 		t.Fatalf("got %d %s %q", w.Code, e.Code, w.Header().Get("Content-Range"))
 	}
 }

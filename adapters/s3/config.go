@@ -36,9 +36,14 @@ type Config struct {
 	Secure bool
 	// BucketPrefix is put before each container's name to form its bucket.
 	BucketPrefix string
-	// PartSize is the size of the parts of a multipart upload and the
-	// largest object stored with a single PutObject; DefaultPartSize when 0.
+	// PartSize is the size of the parts of a multipart upload;
+	// DefaultPartSize when 0.
 	PartSize int64
+	// MaxSinglePut is the largest object stored with one streaming
+	// PutObject; larger ones go up as multipart uploads. MaxPartSize (5 GiB,
+	// the S3 limit) when 0. One PutObject is markedly faster: the server
+	// has no parts to join.
+	MaxSinglePut int64
 }
 
 // ParseConnectionString parses
@@ -185,6 +190,9 @@ func (c Config) Validate() error {
 	}
 	if c.PartSize != 0 && (c.PartSize < MinPartSize || c.PartSize > MaxPartSize) {
 		errs = append(errs, fmt.Errorf("part size %d not in %d..%d", c.PartSize, MinPartSize, MaxPartSize))
+	}
+	if c.MaxSinglePut < 0 || c.MaxSinglePut > MaxPartSize {
+		errs = append(errs, fmt.Errorf("single put limit %d not in 0..%d", c.MaxSinglePut, MaxPartSize))
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,7 @@
 // versitygw, MinIO, …), reached with path-style addressing. Each container is
 // one bucket named BucketPrefix + container.
 //
-// Uploads stream: an object of up to PartSize bytes goes up in one PutObject,
+// Uploads stream: an object of up to MaxSinglePut bytes goes up in one PutObject,
 // a larger one as a multipart upload, and neither holds more than a copy
 // buffer in memory. Payloads are sent unsigned (UNSIGNED-PAYLOAD; use Secure
 // outside a trusted network), and checksums are only computed where an
@@ -55,6 +55,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.PartSize == 0 {
 		cfg.PartSize = DefaultPartSize
+	}
+	if cfg.MaxSinglePut == 0 {
+		cfg.MaxSinglePut = MaxPartSize
 	}
 	awsCfg, err := loadAWSConfig(ctx, cfg)
 	if err != nil {
@@ -155,7 +158,7 @@ func (s *Store) EnsureContainer(ctx context.Context, c storage.Container) error 
 }
 
 // Put stores exactly size bytes from r under name, streaming them. An object
-// of up to PartSize bytes is one PutObject; a larger one is a multipart
+// of up to MaxSinglePut bytes is one PutObject; a larger one is a multipart
 // upload, aborted on any failure. When r fails, is short or is long (Put
 // reads one byte past size to check), nothing is stored and the error wraps
 // r's error or storage.ErrSizeMismatch.
@@ -169,7 +172,7 @@ func (s *Store) Put(ctx context.Context, c storage.Container, name string, r io.
 	}
 	src := &source{r: r, size: size}
 	var err error
-	if size <= s.cfg.PartSize {
+	if size <= s.cfg.MaxSinglePut {
 		err = s.putSingle(ctx, bucket, name, src)
 	} else {
 		err = s.putMultipart(ctx, bucket, name, src)

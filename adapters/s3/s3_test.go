@@ -25,7 +25,7 @@ func newStore(t *testing.T, srv s3.Config) *s3.Store {
 	t.Helper()
 	cfg := srv
 	cfg.BucketPrefix = "t" + strings.ToLower(rand.Text()[:10]) + "-"
-	cfg.PartSize = s3.MinPartSize
+	cfg.PartSize, cfg.MaxSinglePut = s3.MinPartSize, s3.MinPartSize
 	st, err := s3.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -147,7 +147,7 @@ func TestIntegrationPut_MemoryDoesNotGrowWithObjectSize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := srv
 			cfg.BucketPrefix = "m" + strings.ToLower(rand.Text()[:10]) + "-"
-			cfg.PartSize = tt.partSize
+			cfg.PartSize, cfg.MaxSinglePut = tt.partSize, tt.partSize
 			st, err := s3.New(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@
 //	carebridge [serve]            run the HTTP service (migrates first)
 //	carebridge migrate            apply database migrations
 //	carebridge dev-token --sub S  print a token for AUTH_DEV_MODE
+//	carebridge admin create-business | create-provider  seed data
 package main
 
 import (
@@ -32,7 +33,8 @@ func main() {
 	}
 }
 
-const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--ttl 1h]]`
+const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--ttl 1h] | admin ...]
+` + adminUsage
 
 func run(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
 	cmd := "serve"
@@ -50,6 +52,8 @@ func run(ctx context.Context, args []string, getenv env, stdout io.Writer) error
 		return postgres.Migrate(url)
 	case "dev-token":
 		return devToken(args, getenv, stdout)
+	case "admin":
+		return admin(ctx, args, getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
