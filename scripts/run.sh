@@ -35,6 +35,25 @@ for _ in $(seq 1 50); do
 	sleep 0.2
 done
 printf 'hello from carebridge\n' > data/hello.txt
+
+# Seed one demo business (once per database) owned by the token's subject.
+auth=(-H "Authorization: Bearer $token" -H "user-type: business")
+id_of() { sed -E 's/.*"'"$1"'":"?([^",}]*)"?.*/\1/'; }
+[ -s data/demo.env ] && . data/demo.env
+if [ -z "${BUSINESS_ID:-}" ] || ! curl -fsS "${auth[@]}" "$base/business/$BUSINESS_ID" >/dev/null 2>&1; then
+	BUSINESS_ID=$(bin/carebridge admin create-business --name "Demo Family Clinic" --email demo@clinic.example --owner "$sub" | id_of id)
+	LOCATION_ID=$(curl -fsS "${auth[@]}" \
+		-F 'generalInfo={"name":"Demo Clinic Downtown","timezone":"America/Chicago","phone":"+1 512 555 0100","email":"front@clinic.example","adminName":"Dr. Jane A. Smith, MD"}' \
+		-F 'address={"address":"1 Congress Ave","city":"Austin","state":"TX","zipCode":"78701","country":"US"}' \
+		"$base/business/location/$BUSINESS_ID/" | id_of locationId)
+	bin/carebridge admin create-provider --first Ana --last Lopez --email ana@clinic.example \
+		--telehealth https://meet.example/ana --location "$LOCATION_ID" >/dev/null
+	bin/carebridge admin create-provider --first Ben --last Okafor --email ben@clinic.example --location "$LOCATION_ID" >/dev/null
+	curl -fsS "${auth[@]}" -H 'Content-Type: application/json' -d '{"businessLocationId":'"$LOCATION_ID"',"operatingHours":[
+		{"day":"Monday","start_time":"08:00","end_time":"17:00"},{"day":"Wednesday","start_time":"08:00","end_time":"17:00"},
+		{"day":"Friday","start_time":"09:00","end_time":"13:00"}]}' "$base/business/operating-hours/add" >/dev/null
+	printf 'BUSINESS_ID=%s\nLOCATION_ID=%s\n' "$BUSINESS_ID" "$LOCATION_ID" > data/demo.env
+fi
 cat <<TXT
 
 Carebridge is running on $base (dev-mode auth, blobs in ./data/blobs).
@@ -52,6 +71,17 @@ Then, with the id it answers:
   curl -sS -H "Authorization: Bearer \$TOKEN" $base/cloud-blob/metadata/1
   curl -sS -H "Authorization: Bearer \$TOKEN" $base/cloud-blob/download/1
   curl -sS -X DELETE -H "Authorization: Bearer \$TOKEN" $base/cloud-blob/1
+
+Demo business $BUSINESS_ID (location $LOCATION_ID, two providers, hours), owned by "$sub":
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" $base/business/$BUSINESS_ID
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" $base/business/locations/$BUSINESS_ID
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" $base/business/location/$LOCATION_ID/providers
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" $base/business/location/$LOCATION_ID/operating-hours
+  curl -sS -X PATCH -H "Authorization: Bearer \$TOKEN" -H "user-type: business" -H 'Content-Type: application/json' \
+    -d '{"city":"Austin","state":"TX"}' $base/business/$BUSINESS_ID
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" -H 'Content-Type: application/json' \
+    -d '{"businessLocationId":'$LOCATION_ID',"operatingHours":[{"day":"Tuesday","start_time":"09:00","end_time":"17:00"}]}' \
+    $base/business/operating-hours/add
 
 Health: $base/healthz  Readiness: $base/readyz  Metrics: $base/metrics
 Stop with Ctrl-C.

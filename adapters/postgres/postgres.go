@@ -18,8 +18,10 @@ import (
 	"github.com/carebridge/carebridge/migrations"
 )
 
-// dbtx is what repositories need; both the pool and a pgx.Tx satisfy it.
+// dbtx is what repositories need; both the pool and a pgx.Tx satisfy it
+// (on a pgx.Tx, Begin opens a savepoint).
 type dbtx interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
