@@ -29,27 +29,28 @@ func key(w string) string {
 // ("Dr.", "Mrs") and suffixes or credentials ("Jr.", "MD", "PhD") are
 // dropped, "Last, First" is understood, middle names are dropped, and
 // surname particles stay with the last name ("Anna van der Berg" → Anna,
-// van der Berg). One word is a first name.
+// van der Berg). One word is a first name. A surname spelt like a
+// credential ("Thanh Do", "Do, Thanh") is kept: without a comma, only
+// suffixes after the last name are dropped.
 func ParseAdminName(full string) (first, last string) {
-	full = strings.Join(strings.Fields(full), " ")
-	if before, after, ok := strings.Cut(full, ","); ok {
-		// "Smith, Jane" (but not "Jane Smith, MD").
-		rest := strings.Fields(strings.ReplaceAll(after, ",", " "))
-		if len(rest) > 0 && !nameSuffixes[key(rest[0])] {
-			full = after + " " + before
+	groups := strings.Split(strings.Join(strings.Fields(full), " "), ",")
+	// Groups after a comma made only of suffixes are credentials
+	// ("Jane Smith, MD, PhD"); another one is the given name ("Smith, Jane").
+	name := groups[0]
+	for _, g := range groups[1:] {
+		if !allSuffixes(g) {
+			name = g + " " + name
 		}
 	}
-	var words []string
-	for _, w := range strings.Fields(strings.ReplaceAll(full, ",", " ")) {
-		if !nameSuffixes[key(w)] {
-			words = append(words, w)
-		}
-	}
+	words := strings.Fields(name)
 	for len(words) > 1 && nameTitles[key(words[0])] {
 		words = words[1:]
 	}
 	if len(words) == 1 && nameTitles[key(words[0])] {
 		words = nil
+	}
+	for len(words) > 2 && nameSuffixes[key(words[len(words)-1])] {
+		words = words[:len(words)-1]
 	}
 	switch len(words) {
 	case 0:
@@ -62,4 +63,14 @@ func ParseAdminName(full string) (first, last string) {
 		i--
 	}
 	return words[0], strings.Join(words[i:], " ")
+}
+
+// allSuffixes reports whether every word of s is a suffix or credential.
+func allSuffixes(s string) bool {
+	for _, w := range strings.Fields(s) {
+		if !nameSuffixes[key(w)] {
+			return false
+		}
+	}
+	return true
 }

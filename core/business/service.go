@@ -275,7 +275,12 @@ func (s *Service) ownedHours(ctx context.Context, id int64) (Hours, error) {
 		return Hours{}, err
 	}
 	if _, err := s.ownedLocation(ctx, h.LocationID); err != nil {
-		return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+		// Another owner's entry is reported as missing; a failed lookup
+		// is not.
+		if errors.Is(err, ErrLocationNotFound) {
+			return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+		}
+		return Hours{}, err
 	}
 	return h, nil
 }

@@ -1,0 +1,266 @@
+package business
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// In-memory fakes built through the moq mocks' Func fields, so a test can
+// both rely on plausible repository behaviour and see which calls happened.
+// A test replaces a Func field to inject a failure.
+
+const (
+	ownerSub    = "owner-subject"
+	strangerSub = "stranger-subject"
+
+	ownBizID   = "0b7e4d2a-6f1c-4c1e-9a55-3f2d1c0e9b01"
+	otherBizID = "5a9c3e11-2b4d-4f6a-8c7e-9d0f1a2b3c04"
+
+	ownLocID   int64 = 1 // of ownBizID
+	otherLocID int64 = 2 // of otherBizID
+
+	ownHoursID   int64 = 10 // Monday at ownLocID
+	otherHoursID int64 = 20 // Tuesday at otherLocID
+
+	oldLogoID int64 = 50 // the logo of ownLocID
+)
+
+var errBoom = errors.New("boom")
+
+type fixture struct {
+	t          *testing.T
+	svc        *Service
+	businesses *BusinessRepoMock
+	locations  *LocationRepoMock
+	providers  *ProviderRepoMock
+	hours      *HoursRepoMock
+	logos      *LogosMock
+
+	bizs      map[string]Business
+	locs      map[int64]Location
+	provs     map[int64][]Provider
+	hrs       map[int64]Hours
+	blobs     map[int64]Logo
+	nextLoc   int64
+	nextHours int64
+	nextBlob  int64
+	nextProv  int64
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{
+		t: t,
+		bizs: map[string]Business{
+			ownBizID:   {ID: ownBizID, OwnerSubject: ownerSub, Name: "Lakeside Clinic", Email: "front@lakeside.example.com", City: "Chicago", State: "IL", Website: "https://lakeside.example.com"},
+			otherBizID: {ID: otherBizID, OwnerSubject: strangerSub, Name: "Other Practice", Email: "info@other.example.com"},
+		},
+		locs: map[int64]Location{
+			ownLocID: {ID: ownLocID, BusinessID: ownBizID, Name: "Downtown", Phone: "312-555-0100", City: "Chicago", State: "IL",
+				AdminName: "Dr. Jane Smith", AdminFirstName: "Jane", AdminLastName: "Smith", LogoBlobID: oldLogoID},
+			otherLocID: {ID: otherLocID, BusinessID: otherBizID, Name: "Elsewhere"},
+		},
+		provs: map[int64][]Provider{
+			ownLocID: {{ID: 7, FirstName: "Greg", LastName: "House", Email: "house@lakeside.example.com", TelehealthLink: "https://tele.example.com/house"}},
+		},
+		hrs: map[int64]Hours{
+			ownHoursID:   {ID: ownHoursID, LocationID: ownLocID, Day: time.Monday, Start: "08:00", End: "17:00"},
+			otherHoursID: {ID: otherHoursID, LocationID: otherLocID, Day: time.Tuesday, Start: "09:00", End: "12:00"},
+		},
+		blobs:     map[int64]Logo{oldLogoID: {Filename: "old.png", ContentType: "image/png"}},
+		nextLoc:   100,
+		nextHours: 100,
+		nextBlob:  100,
+		nextProv:  100,
+	}
+	f.businesses = &BusinessRepoMock{
+		CreateFunc: func(_ context.Context, b *Business) error {
+			b.ID = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
+			b.CreatedAt, b.UpdatedAt = time.Unix(1, 0), time.Unix(1, 0)
+			f.bizs[b.ID] = *b
+			return nil
+		},
+		GetFunc: func(_ context.Context, id string) (Business, error) {
+			b, ok := f.bizs[id]
+			if !ok {
+				return Business{}, ErrBusinessNotFound
+			}
+			return b, nil
+		},
+		UpdateFunc: func(_ context.Context, id string, fn func(*Business) error) (Business, error) {
+			b, ok := f.bizs[id]
+			if !ok {
+				return Business{}, ErrBusinessNotFound
+			}
+			if err := fn(&b); err != nil {
+				return Business{}, err
+			}
+			f.bizs[id] = b
+			return b, nil
+		},
+	}
+	f.locations = &LocationRepoMock{
+		CreateFunc: func(_ context.Context, l *Location) error {
+			f.nextLoc++
+			l.ID = f.nextLoc
+			f.locs[l.ID] = *l
+			return nil
+		},
+		GetFunc: func(_ context.Context, id int64) (Location, error) {
+			l, ok := f.locs[id]
+			if !ok {
+				return Location{}, ErrLocationNotFound
+			}
+			l.OwnerSubject = f.bizs[l.BusinessID].OwnerSubject
+			return l, nil
+		},
+		ListByBusinessFunc: func(_ context.Context, businessID string) ([]Location, error) {
+			var ls []Location
+			for _, l := range f.locs {
+				if l.BusinessID == businessID {
+					ls = append(ls, l)
+				}
+			}
+			slices.SortFunc(ls, func(a, b Location) int { return int(a.ID - b.ID) })
+			return ls, nil
+		},
+		UpdateFunc: func(_ context.Context, id int64, fn func(*Location) error) (Location, error) {
+			l, ok := f.locs[id]
+			if !ok {
+				return Location{}, ErrLocationNotFound
+			}
+			if err := fn(&l); err != nil {
+				return Location{}, err
+			}
+			f.locs[id] = l
+			return l, nil
+		},
+	}
+	f.providers = &ProviderRepoMock{
+		CreateFunc: func(_ context.Context, p *Provider, locationID int64) error {
+			f.nextProv++
+			p.ID = f.nextProv
+			f.provs[locationID] = append(f.provs[locationID], *p)
+			return nil
+		},
+		ListByLocationFunc: func(_ context.Context, locationID int64) ([]Provider, error) {
+			return f.provs[locationID], nil
+		},
+	}
+	f.hours = &HoursRepoMock{
+		ListFunc: func(_ context.Context, locationID int64) ([]Hours, error) {
+			var hs []Hours
+			for _, h := range f.hrs {
+				if h.LocationID == locationID {
+					hs = append(hs, h)
+				}
+			}
+			slices.SortFunc(hs, func(a, b Hours) int { return int(a.ID - b.ID) })
+			return hs, nil
+		},
+		AddFunc: func(_ context.Context, locationID int64, hs []Hours) ([]Hours, error) {
+			for _, h := range hs {
+				for _, cur := range f.hrs {
+					if cur.LocationID == locationID && cur.Day == h.Day {
+						return nil, ErrDuplicateDay.WithMessage("The location already has operating hours for %s", h.Day)
+					}
+				}
+			}
+			out := make([]Hours, len(hs))
+			for i, h := range hs {
+				f.nextHours++
+				h.ID, h.LocationID = f.nextHours, locationID
+				f.hrs[h.ID] = h
+				out[i] = h
+			}
+			return out, nil
+		},
+		GetFunc: func(_ context.Context, id int64) (Hours, error) {
+			h, ok := f.hrs[id]
+			if !ok {
+				return Hours{}, ErrHoursNotFound
+			}
+			return h, nil
+		},
+		UpdateFunc: func(_ context.Context, h Hours) (Hours, error) {
+			if _, ok := f.hrs[h.ID]; !ok {
+				return Hours{}, ErrHoursNotFound
+			}
+			for _, cur := range f.hrs {
+				if cur.ID != h.ID && cur.LocationID == h.LocationID && cur.Day == h.Day {
+					return Hours{}, ErrDayConflict
+				}
+			}
+			f.hrs[h.ID] = h
+			return h, nil
+		},
+		DeleteFunc: func(_ context.Context, id int64) error {
+			if _, ok := f.hrs[id]; !ok {
+				return ErrHoursNotFound
+			}
+			delete(f.hrs, id)
+			return nil
+		},
+	}
+	f.logos = &LogosMock{
+		StoreFunc: func(_ context.Context, logo Logo) (int64, error) {
+			f.nextBlob++
+			f.blobs[f.nextBlob] = logo
+			return f.nextBlob, nil
+		},
+		RemoveFunc: func(_ context.Context, blobID int64) error {
+			delete(f.blobs, blobID)
+			return nil
+		},
+	}
+	f.svc = NewService(f.businesses, f.locations, f.providers, f.hours, f.logos)
+	return f
+}
+
+// as returns a context whose caller is subject.
+func as(subject string) context.Context {
+	return core.WithActor(context.Background(), core.Actor{Subject: subject})
+}
+
+func ptr(s string) *string { return &s }
+
+// wantErr fails the test unless err matches target.
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("err = %v, want %v", err, target)
+	}
+}
+
+// wantMessage fails the test unless err's message holds every part.
+func wantMessage(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	var ce *core.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want a *core.Error", err)
+	}
+	for _, p := range parts {
+		if !strings.Contains(ce.Message, p) {
+			t.Errorf("message %q does not mention %q", ce.Message, p)
+		}
+	}
+}
+
+func noErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+}
+
+// pngLogo is a small image logo.
+func pngLogo() *Logo {
+	body := []byte("\x89PNG\r\n\x1a\n....")
+	return &Logo{Filename: "logo.png", ContentType: "image/png", Size: int64(len(body)), Body: body}
+}
