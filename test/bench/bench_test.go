@@ -114,6 +114,9 @@ type world struct {
 	pprofDir  string
 	pprofBase string
 	sha       map[int64]string // expected SHA-256 of the text file of each size
+	dbURL     string
+	bin       string // the service's binary, also its admin CLI
+	env       []string
 }
 
 func setup(b *testing.B) *world {
@@ -134,6 +137,7 @@ func setup(b *testing.B) *world {
 		e.pprofDir = abs
 	}
 	bin := e.build()
+	e.bin, e.dbURL = bin, dbURL
 
 	for _, n := range []int64{fileSize, bigSize} {
 		h := sha256.New()
@@ -163,6 +167,7 @@ func setup(b *testing.B) *world {
 		e.pprofBase = "http://" + pa
 	}
 
+	e.env = env
 	tok := exec.Command(bin, "dev-token", "--sub", "bench", "--ttl", "3h")
 	tok.Env = env
 	out, err := tok.Output()

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/adapters/postgres"
+)
+
+// Targets of the business issue.
+const (
+	readClients  = 32
+	readDuration = 10 * time.Second
+	readRatio    = 0.60                  // service requests/s vs the direct pgx rate
+	readP99      = 20 * time.Millisecond // service p99
+)
+
+// BenchmarkBusinessReads is the load run of the read endpoints: 32 clients
+// for 10 s round-robin over GET /business/:id, GET /business/locations/:id
+// and GET …/operating-hours, next to the same repository queries issued
+// straight through pgx from 32 goroutines in the same run (the database
+// floor).
+func BenchmarkBusinessReads(b *testing.B) {
+	e := setup(b)
+	ctx := context.Background()
+	biz, loc := e.seedBusiness()
+
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = readClients
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	paths := []string{"/business/" + biz, "/business/locations/" + biz, fmt.Sprintf("/business/location/%d/operating-hours", loc)}
+	service := load(func(i int) error {
+		req, _ := http.NewRequest("GET", e.base+paths[i%len(paths)], nil)
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		req.Header.Set("user-type", "business")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("GET %s: %d", paths[i%len(paths)], resp.StatusCode)
+		}
+		return err
+	})
+
+	db, err := postgres.New(ctx, e.dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	businesses, locations, hours := db.Businesses(), db.Locations(), db.Hours()
+	direct := load(func(i int) error {
+		// The queries each endpoint makes: the business (ownership), then
+		// its locations; or the location (ownership), then its hours.
+		switch i % 3 {
+		case 0:
+			_, err := businesses.Get(ctx, biz)
+			return err
+		case 1:
+			if _, err := businesses.Get(ctx, biz); err != nil {
+				return err
+			}
+			_, err := locations.ListByBusiness(ctx, biz)
+			return err
+		default:
+			if _, err := locations.Get(ctx, loc); err != nil {
+				return err
+			}
+			_, err := hours.List(ctx, loc)
+			return err
+		}
+	})
+
+	ratio := service.rate() / direct.rate()
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "FAIL"
+	}
+	fmt.Printf("\nBusiness read endpoints: %d clients, %v each, round-robin over GET business, locations, operating hours\n", readClients, readDuration)
+	fmt.Printf("%-34s %10s %9s %9s %9s %7s\n", "path", "requests", "req/s", "p50", "p99", "errors")
+	for _, r := range []struct {
+		name string
+		s    loadResult
+	}{{"service over HTTP", service}, {"same queries, direct pgx", direct}} {
+		fmt.Printf("%-34s %10d %9.0f %9s %9s %7d\n", r.name, len(r.s.latencies), r.s.rate(), r.s.pct(50), r.s.pct(99), r.s.errors)
+	}
+	fmt.Printf("service / direct rate: %.2f (target >= %.2f) %s;  service p99 %s (target < %s) %s\n",
+		ratio, readRatio, verdict(ratio >= readRatio), service.pct(99), readP99, verdict(service.pct(99) < readP99))
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(service.rate(), "service-req/s")
+	b.ReportMetric(direct.rate(), "direct-req/s")
+	b.ReportMetric(float64(service.pct(99).Microseconds())/1000, "service-p99-ms")
+	if service.errors > 0 || direct.errors > 0 {
+		b.Errorf("errors: service %d (%v), direct %d (%v)", service.errors, service.firstErr, direct.errors, direct.firstErr)
+	}
+	if os.Getenv("BENCH_STRICT") == "1" && (ratio < readRatio || service.pct(99) >= readP99) {
+		b.Error("a target was missed (BENCH_STRICT=1)")
+	}
+}
+
+// seedBusiness creates a business owned by the bench's subject, with one
+// location, two providers and five days of hours.
+func (e *world) seedBusiness() (string, int64) {
+	e.b.Helper()
+	admin := func(args ...string) map[string]any {
+		cmd := exec.Command(e.bin, append([]string{"admin"}, args...)...)
+		cmd.Env = e.env
+		out, err := cmd.Output()
+		if err != nil {
+			e.b.Fatalf("admin %v: %v\n%s", args, err, stderrOf(err))
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			e.b.Fatal(err)
+		}
+		return m
+	}
+	biz := admin("create-business", "--name", "Bench Clinic", "--email", "bench@clinic.example", "--owner", "bench")["id"].(string)
+	var created struct {
+		Data struct{ LocationID int64 }
+	}
+	e.apiJSON("POST", "/business/location/"+biz+"/", "multipart/form-data; boundary=B",
+		"--B\r\nContent-Disposition: form-data; name=\"generalInfo\"\r\n\r\n"+
+			`{"name":"Main","timezone":"America/Chicago","phone":"+1 512 555 0100","email":"m@clinic.example"}`+
+			"\r\n--B\r\nContent-Disposition: form-data; name=\"address\"\r\n\r\n"+
+			`{"address":"1 Main St","city":"Austin","state":"TX","zipCode":"78701","country":"US"}`+"\r\n--B--\r\n", &created)
+	loc := created.Data.LocationID
+	for _, p := range []string{"Ana", "Ben"} {
+		admin("create-provider", "--first", p, "--last", "Doe", "--email", strings.ToLower(p)+"@clinic.example", "--location", fmt.Sprint(loc))
+	}
+	var hs []string
+	for _, d := range []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday"} {
+		hs = append(hs, fmt.Sprintf(`{"day":%q,"start_time":"08:00","end_time":"17:00"}`, d))
+	}
+	e.apiJSON("POST", "/business/operating-hours/add", "application/json",
+		fmt.Sprintf(`{"businessLocationId":%d,"operatingHours":[%s]}`, loc, strings.Join(hs, ",")), nil)
+	return biz, loc
+}
+
+func (e *world) apiJSON(method, path, ct, body string, out any) {
+	e.b.Helper()
+	req, _ := http.NewRequest(method, e.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	req.Header.Set("user-type", "business")
+	req.Header.Set("Content-Type", ct)
+	resp, err := e.api.Do(req)
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		e.b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			e.b.Fatal(err)
+		}
+	}
+}
+
+type loadResult struct {
+	latencies []time.Duration // sorted
+	elapsed   time.Duration
+	errors    int
+	firstErr  error
+}
+
+func (r loadResult) rate() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
+
+func (r loadResult) pct(p int) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return r.latencies[(len(r.latencies)-1)*p/100].Round(10 * time.Microsecond)
+}
+
+// load runs op from readClients goroutines for readDuration (after a short
+// warm-up) and records every call's latency.
+func load(op func(i int) error) loadResult {
+	warm := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(warm); i++ {
+		op(i)
+	}
+	var (
+		mu     sync.Mutex
+		all    []time.Duration
+		errs   int
+		first  error
+		wg     sync.WaitGroup
+		start  = time.Now()
+		cutoff = start.Add(readDuration)
+	)
+	for c := range readClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, 1<<16)
+			n := 0
+			for i := c; time.Now().Before(cutoff); i++ {
+				t0 := time.Now()
+				err := op(i)
+				if err != nil {
+					n++
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errs += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(all)
+	return loadResult{latencies: all, elapsed: time.Since(start), errors: errs, firstErr: first}
+}
