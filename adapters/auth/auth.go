@@ -67,14 +67,22 @@ func asymmetricAlgs() []string {
 type Verifier struct {
 	verifier *oidc.IDTokenVerifier
 	now      func() time.Time
+	cache    *tokenCache // nil: every token is verified in full
 }
 
 // Option configures a Verifier.
 type Option func(*options)
 
 type options struct {
-	client *http.Client
-	now    func() time.Time
+	client   *http.Client
+	now      func() time.Time
+	cacheTTL time.Duration
+}
+
+// WithCacheTTL sets how long a verified token is trusted without another
+// signature check (DefaultCacheTTL; 0 turns the cache off).
+func WithCacheTTL(ttl time.Duration) Option {
+	return func(o *options) { o.cacheTTL = ttl }
 }
 
 // WithHTTPClient sets the client used for discovery and JWKS requests
@@ -89,7 +97,7 @@ func WithClock(now func() time.Time) Option {
 }
 
 func buildOptions(opts []Option) options {
-	o := options{now: time.Now}
+	o := options{now: time.Now, cacheTTL: DefaultCacheTTL}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -119,6 +127,9 @@ func (v *Verifier) Authenticate(ctx context.Context, rawToken string) (core.Acto
 		return core.Actor{}, ErrInvalidToken.Wrap(errors.New("token has characters outside base64url and '.'"))
 	}
 
+	if sub, ok := v.cache.get(raw, v.now()); ok {
+		return core.Actor{Subject: sub}, nil
+	}
 	tok, err := v.verifier.Verify(ctx, raw)
 	if err != nil {
 		var expired *oidc.TokenExpiredError
@@ -158,6 +169,7 @@ func (v *Verifier) Authenticate(ctx context.Context, rawToken string) (core.Acto
 	if err := checkSubject(tok.Subject); err != nil {
 		return core.Actor{}, ErrInvalidToken.WithMessage("Bearer token has no valid subject").Wrap(err)
 	}
+	v.cache.put(raw, tok.Subject, tok.Expiry, v.now())
 	return core.Actor{Subject: tok.Subject}, nil
 }
 
@@ -191,7 +203,7 @@ func newVerifier(issuer string, keys oidc.KeySet, audience string, algs []string
 		SupportedSigningAlgs: algs,
 		Now:                  o.now,
 	}
-	return &Verifier{verifier: oidc.NewVerifier(issuer, keys, cfg), now: o.now}
+	return &Verifier{verifier: oidc.NewVerifier(issuer, keys, cfg), now: o.now, cache: newTokenCache(o.cacheTTL)}
 }
 
 // allowedAlgs keeps the issuer's advertised algorithms that are asymmetric,

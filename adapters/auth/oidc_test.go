@@ -161,7 +161,7 @@ func tamper(t *testing.T, token string) string {
 
 func TestAuthenticate_OIDC_FollowsKeyRotation(t *testing.T) {
 	iss := oidctest.New(t)
-	v := newOIDC(t, iss)
+	v := newOIDC(t, iss, auth.WithCacheTTL(0)) // every token checked against the keys
 
 	before := iss.Token(t, "user-1", audience, time.Hour)
 	assertAuth(t, v, before, "user-1", "")
@@ -181,6 +181,20 @@ func TestAuthenticate_OIDC_FollowsKeyRotation(t *testing.T) {
 	iss.RetireOldKeys()
 	assertAuth(t, v, iss.Token(t, "user-3", audience, time.Hour), "user-3", "")
 	assertAuth(t, v, before, "", "invalid_token")
+}
+
+func TestAuthenticate_VerifiedTokenIsTrustedFromTheCache(t *testing.T) {
+	iss := oidctest.New(t)
+	v := newOIDC(t, iss)
+	tok := iss.Token(t, "user-1", audience, time.Hour)
+	assertAuth(t, v, tok, "user-1", "")
+	// The issuer retires the key, and the verifier learns of it; within the
+	// cache TTL the verified token is still trusted (see cache_test.go for
+	// the TTL and expiry bounds).
+	iss.Rotate(t)
+	iss.RetireOldKeys()
+	assertAuth(t, v, iss.Token(t, "user-2", audience, time.Hour), "user-2", "")
+	assertAuth(t, v, tok, "user-1", "")
 }
 
 func TestAuthenticate_OIDC_CachesKeys(t *testing.T) {

@@ -1,0 +1,75 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"sync"
+	"time"
+)
+
+// DefaultCacheTTL is how long a verified token is trusted without checking
+// its signature again (never past its expiry). A key removed from the
+// issuer's JWKS stops being accepted after at most this long.
+const DefaultCacheTTL = 60 * time.Second
+
+// maxCachedTokens bounds the cache; when it is full, expired entries go,
+// and if none has expired the cache starts afresh.
+const maxCachedTokens = 10000
+
+// tokenCache remembers tokens that passed every check, keyed by their
+// SHA-256, so the hot path skips the signature verification (an ECDSA or
+// RSA verify per request).
+type tokenCache struct {
+	ttl     time.Duration
+	mu      sync.Mutex
+	entries map[[sha256.Size]byte]cached
+}
+
+type cached struct {
+	subject string
+	until   time.Time // min(exp, verified + ttl)
+}
+
+func newTokenCache(ttl time.Duration) *tokenCache {
+	if ttl <= 0 {
+		return nil
+	}
+	return &tokenCache{ttl: ttl, entries: map[[sha256.Size]byte]cached{}}
+}
+
+func (c *tokenCache) get(raw string, now time.Time) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	key := sha256.Sum256([]byte(raw))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || !now.Before(e.until) {
+		return "", false
+	}
+	return e.subject, true
+}
+
+func (c *tokenCache) put(raw, subject string, exp, now time.Time) {
+	if c == nil {
+		return
+	}
+	until := now.Add(c.ttl)
+	if exp.Before(until) {
+		until = exp
+	}
+	key := sha256.Sum256([]byte(raw))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxCachedTokens {
+		for k, e := range c.entries {
+			if !now.Before(e.until) {
+				delete(c.entries, k)
+			}
+		}
+		if len(c.entries) >= maxCachedTokens {
+			clear(c.entries)
+		}
+	}
+	c.entries[key] = cached{subject: subject, until: until}
+}
