@@ -1,7 +1,7 @@
 package auth
 
 import (
-	"crypto/sha256"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,13 +15,14 @@ const DefaultCacheTTL = 60 * time.Second
 // and if none has expired the cache starts afresh.
 const maxCachedTokens = 10000
 
-// tokenCache remembers tokens that passed every check, keyed by their
-// SHA-256, so the hot path skips the signature verification (an ECDSA or
-// RSA verify per request).
+// tokenCache remembers tokens that passed every check, so the hot path
+// skips the signature verification (an ECDSA or RSA verify per request).
+// It is keyed by the token itself: a lookup then costs no allocation, and
+// the token is already in memory for as long as its request lives.
 type tokenCache struct {
 	ttl     time.Duration
 	mu      sync.Mutex
-	entries map[[sha256.Size]byte]cached
+	entries map[string]cached
 }
 
 type cached struct {
@@ -33,17 +34,16 @@ func newTokenCache(ttl time.Duration) *tokenCache {
 	if ttl <= 0 {
 		return nil
 	}
-	return &tokenCache{ttl: ttl, entries: map[[sha256.Size]byte]cached{}}
+	return &tokenCache{ttl: ttl, entries: map[string]cached{}}
 }
 
 func (c *tokenCache) get(raw string, now time.Time) (string, bool) {
 	if c == nil {
 		return "", false
 	}
-	key := sha256.Sum256([]byte(raw))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[key]
+	e, ok := c.entries[raw]
 	if !ok || !now.Before(e.until) {
 		return "", false
 	}
@@ -58,7 +58,6 @@ func (c *tokenCache) put(raw, subject string, exp, now time.Time) {
 	if exp.Before(until) {
 		until = exp
 	}
-	key := sha256.Sum256([]byte(raw))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= maxCachedTokens {
@@ -71,5 +70,5 @@ func (c *tokenCache) put(raw, subject string, exp, now time.Time) {
 			clear(c.entries)
 		}
 	}
-	c.entries[key] = cached{subject: subject, until: until}
+	c.entries[strings.Clone(raw)] = cached{subject: subject, until: until}
 }

@@ -16,43 +16,23 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-type ctxKey int
+// requestInfo is what the outermost middleware knows of a request; one
+// context value carries it to the handlers and back.
+type requestInfo struct {
+	id    string
+	route string // the matched route's pattern, set by routeName
+}
 
-const (
-	requestIDKey ctxKey = iota
-	routeKey
-)
+type infoKey struct{}
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // requestID returns the id of the request being served.
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
-
-// withRequest sets the request id (the client's when well-formed, a new
-// one otherwise), the headers every response carries, and recovers panics.
-func (s *Server) withRequest(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID.MatchString(id) {
-			id = uuid.NewString()
-		}
-		w.Header().Set("X-Request-Id", id)
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		ctx := context.WithValue(r.Context(), requestIDKey, id)
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.LogAttrs(ctx, slog.LevelError, "panic", slog.String("request_id", id), slog.Any("panic", v))
-				s.writeError(w, r.WithContext(ctx), errInternal)
-			}
-		}()
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
+	if i, ok := ctx.Value(infoKey{}).(*requestInfo); ok {
+		return i.id
+	}
+	return ""
 }
 
 // statusWriter records the status and size of a response.
@@ -81,36 +61,56 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// observe writes one JSON access-log line per request and records the
-// request metrics by route pattern.
+// observe is the outermost middleware: it sets the request id (the
+// client's when well-formed, a new one otherwise) and the headers every
+// response carries, turns a panic into a 500, and records one JSON
+// access-log line and the request metrics by route pattern.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		route := "unmatched"
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), routeKey, &route)))
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+		info := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched"}
+		if !validRequestID.MatchString(info.id) {
+			info.id = uuid.NewString()
 		}
-		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
-		s.metrics.latency.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("request_id", requestID(r.Context())),
-			slog.String("method", r.Method),
-			slog.String("route", route),
-			slog.Int("status", sw.status),
-			slog.Int64("bytes", sw.bytes),
-			slog.Duration("duration", elapsed))
+		w.Header().Set("X-Request-Id", info.id)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			if v != nil {
+				s.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", info.id), slog.Any("panic", v))
+				if sw.status == 0 {
+					s.writeError(sw, r, errInternal)
+				}
+			}
+			if sw.status == 0 {
+				sw.status = http.StatusOK
+			}
+			elapsed := time.Since(start)
+			s.metrics.requests.WithLabelValues(info.route, r.Method, strconv.Itoa(sw.status)).Inc()
+			s.metrics.latency.WithLabelValues(info.route, r.Method).Observe(elapsed.Seconds())
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("request_id", info.id),
+				slog.String("method", r.Method),
+				slog.String("route", info.route),
+				slog.Int("status", sw.status),
+				slog.Int64("bytes", sw.bytes),
+				slog.Duration("duration", elapsed))
+		}()
+		next.ServeHTTP(sw, r)
 	})
 }
 
 // routeName stores the matched route's pattern for observe.
 func routeName(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, ok := r.Context().Value(routeKey).(*string); ok {
+		if i, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
 			if t, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
-				*p = t
+				i.route = t
 			}
 		}
 		next.ServeHTTP(w, r)

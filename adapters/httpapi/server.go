@@ -88,7 +88,7 @@ func New(cfg Config) *Server {
 	api.HandleFunc("/cloud-blob/{id}", s.deleteBlob).Methods(http.MethodDelete)
 	s.businessRoutes(r)
 
-	s.handler = s.withRequest(s.observe(s.cors(r)))
+	s.handler = s.observe(s.cors(r))
 	return s
 }
 

@@ -103,3 +103,10 @@ func TestIntegrationMigrate_IsIdempotent(t *testing.T) {
 		t.Fatalf("second migrate: %v", err)
 	}
 }
+
+func TestIntegrationMigrate_AcceptsPoolParameters(t *testing.T) {
+	url := pgtest.New(t) + "&pool_max_conns=8&pool_min_conns=1"
+	if err := postgresMigrate(url); err != nil {
+		t.Fatalf("migrate with pool parameters: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -77,12 +78,22 @@ func Migrate(url string) error {
 }
 
 // pgx5URL turns a postgres:// URL into the scheme golang-migrate's pgx/v5
-// driver registers.
-func pgx5URL(url string) string {
-	for _, p := range []string{"postgres://", "postgresql://"} {
-		if rest, ok := strings.CutPrefix(url, p); ok {
-			return "pgx5://" + rest
+// driver registers, without pgxpool's own pool_* parameters, which the
+// server would refuse as unknown settings.
+func pgx5URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw // golang-migrate reports the bad URL
+	}
+	if u.Scheme == "postgres" || u.Scheme == "postgresql" {
+		u.Scheme = "pgx5"
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
 		}
 	}
-	return url
+	u.RawQuery = q.Encode()
+	return u.String()
 }

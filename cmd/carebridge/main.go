@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -23,7 +24,15 @@ import (
 	"github.com/carebridge/carebridge/app"
 )
 
+// gcPercent is the GC target unless GOGC says otherwise: the service's
+// live heap is small (tens of MiB), and under load a higher target spends a
+// few MiB more to save about a tenth of the CPU.
+const gcPercent = 400
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
 	stop()

@@ -156,7 +156,7 @@ func setup(b *testing.B) *world {
 		"HTTP_ADDR=" + addr,
 		"AUTH_DEV_MODE=true",
 		"DEV_KEY_FILE=" + filepath.Join(e.tmp, "dev.pem"),
-		"DATABASE_URL=" + dbURL,
+		"DATABASE_URL=" + dbURL + os.Getenv("BENCH_DB_PARAMS"),
 		"CLOUD_STORAGE_CONNECTION_STRING=" + e.s3cfg.ConnectionString(),
 		"CLOUD_STORAGE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"MAX_UPLOAD_BYTES=" + strconv.Itoa(2<<30),
@@ -718,18 +718,22 @@ func (e *world) directDelete(key string) {
 
 // profile runs each API path once more with the server's CPU profiler on,
 // and writes its allocation profile after each, into e.pprofDir.
+// hook calls the server's pprof hook (BENCH_PPROF builds only).
+func (e *world) hook(path, file string) {
+	e.b.Helper()
+	resp, err := e.api.PostForm(e.pprofBase+path, url.Values{"file": {filepath.Join(e.pprofDir, file)}})
+	if err != nil {
+		e.b.Fatalf("pprof hook %s: %v", path, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e.b.Fatalf("pprof hook %s: %s", path, resp.Status)
+	}
+}
+
 func (e *world) profile() {
 	e.b.Helper()
-	hook := func(path, file string) {
-		resp, err := e.api.PostForm(e.pprofBase+path, url.Values{"file": {filepath.Join(e.pprofDir, file)}})
-		if err != nil {
-			e.b.Fatalf("pprof hook %s: %v", path, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			e.b.Fatalf("pprof hook %s: %s", path, resp.Status)
-		}
-	}
+	hook := e.hook
 	prof := func(name string, f func()) {
 		hook("/cpu/start", "cpu-"+name+".pprof")
 		f()

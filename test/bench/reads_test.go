@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,26 +37,24 @@ func BenchmarkBusinessReads(b *testing.B) {
 	ctx := context.Background()
 	biz, loc := e.seedBusiness()
 
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = readClients
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	paths := []string{"/business/" + biz, "/business/locations/" + biz, fmt.Sprintf("/business/location/%d/operating-hours", loc)}
-	service := load(func(i int) error {
-		req, _ := http.NewRequest("GET", e.base+paths[i%len(paths)], nil)
-		req.Header.Set("Authorization", "Bearer "+e.token)
-		req.Header.Set("user-type", "business")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("GET %s: %d", paths[i%len(paths)], resp.StatusCode)
-		}
-		return err
-	})
-
+	if e.pprofDir != "" {
+		e.hook("/cpu/start", "cpu-business-reads.pprof")
+	}
+	// wrk (C, epoll) leaves the cores to the service; Go's client is the
+	// fallback where wrk is missing, and costs the service a third of its
+	// rate on two shared cores.
+	generator := "wrk"
+	service, err := e.wrk(paths)
+	if err != nil {
+		progress("wrk unavailable (%v): load from Go's HTTP client", err)
+		generator = "Go net/http client"
+		service = e.goLoad(paths)
+	}
+	if e.pprofDir != "" {
+		e.hook("/cpu/stop", "")
+		e.hook("/profile/allocs", "allocs-business-reads.pprof")
+	}
 	db, err := postgres.New(ctx, e.dbURL)
 	if err != nil {
 		b.Fatal(err)
@@ -83,6 +83,13 @@ func BenchmarkBusinessReads(b *testing.B) {
 		}
 	})
 
+	// The HTTP floor: the same load on /healthz, which does no work. With
+	// the load generator on the same two cores, no endpoint that makes the
+	// direct queries can beat 1/(1/floor + 1/direct) requests/s.
+	var floor loadResult
+	if generator == "wrk" {
+		floor, _ = e.wrk([]string{"/healthz"})
+	}
 	ratio := service.rate() / direct.rate()
 	verdict := func(ok bool) string {
 		if ok {
@@ -90,16 +97,24 @@ func BenchmarkBusinessReads(b *testing.B) {
 		}
 		return "FAIL"
 	}
-	fmt.Printf("\nBusiness read endpoints: %d clients, %v each, round-robin over GET business, locations, operating hours\n", readClients, readDuration)
+	fmt.Printf("\nBusiness read endpoints: %d clients, %v each, round-robin over GET business, locations, operating hours (load: %s)\n", readClients, readDuration, generator)
 	fmt.Printf("%-34s %10s %9s %9s %9s %7s\n", "path", "requests", "req/s", "p50", "p99", "errors")
 	for _, r := range []struct {
 		name string
 		s    loadResult
-	}{{"service over HTTP", service}, {"same queries, direct pgx", direct}} {
-		fmt.Printf("%-34s %10d %9.0f %9s %9s %7d\n", r.name, len(r.s.latencies), r.s.rate(), r.s.pct(50), r.s.pct(99), r.s.errors)
+	}{{"service over HTTP", service}, {"same queries, direct pgx", direct}, {"GET /healthz (HTTP floor)", floor}} {
+		if r.s.requests() == 0 {
+			continue
+		}
+		fmt.Printf("%-34s %10d %9.0f %9s %9s %7d\n", r.name, r.s.requests(), r.s.rate(), r.s.pct(50), r.s.pct(99), r.s.errors)
 	}
 	fmt.Printf("service / direct rate: %.2f (target >= %.2f) %s;  service p99 %s (target < %s) %s\n",
 		ratio, readRatio, verdict(ratio >= readRatio), service.pct(99), readP99, verdict(service.pct(99) < readP99))
+	if floor.requests() > 0 {
+		ceiling := 1 / (1/floor.rate() + 1/direct.rate())
+		fmt.Printf("ceiling on these cores: 1/(1/floor + 1/direct) = %.0f req/s, %.2f of direct; the service reaches %.0f%% of that ceiling\n",
+			ceiling, ceiling/direct.rate(), 100*service.rate()/ceiling)
+	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(service.rate(), "service-req/s")
 	b.ReportMetric(direct.rate(), "direct-req/s")
@@ -174,19 +189,117 @@ func (e *world) apiJSON(method, path, ct, body string, out any) {
 }
 
 type loadResult struct {
-	latencies []time.Duration // sorted
+	latencies []time.Duration // sorted; empty when the figures come from wrk
 	elapsed   time.Duration
 	errors    int
 	firstErr  error
+	wrk       struct {
+		requests int
+		p50, p99 time.Duration
+	}
 }
 
-func (r loadResult) rate() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
+func (r loadResult) requests() int {
+	if r.latencies == nil {
+		return r.wrk.requests
+	}
+	return len(r.latencies)
+}
+
+func (r loadResult) rate() float64 { return float64(r.requests()) / r.elapsed.Seconds() }
 
 func (r loadResult) pct(p int) time.Duration {
-	if len(r.latencies) == 0 {
+	switch {
+	case r.latencies == nil && p == 50:
+		return r.wrk.p50
+	case r.latencies == nil && p == 99:
+		return r.wrk.p99
+	case len(r.latencies) == 0:
 		return 0
 	}
 	return r.latencies[(len(r.latencies)-1)*p/100].Round(10 * time.Microsecond)
+}
+
+// wrkScript sends the requests round-robin over the paths with the
+// headers, and prints one line of figures: requests, duration (µs), p50
+// and p99 latency (µs), and failed requests (errors and non-2xx).
+const wrkScript = `
+paths = {%s}
+wrk.headers["Authorization"] = "Bearer %s"
+wrk.headers["user-type"] = "business"
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("GET", paths[(i %% #paths) + 1])
+end
+done = function(s, latency, requests)
+  local e = s.errors
+  io.write(string.format("CBFIGURES %%d %%d %%d %%d %%d\n", s.requests, s.duration,
+    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout + e.status))
+end
+`
+
+// wrk runs the load with wrk: a warm-up second, then readDuration.
+func (e *world) wrk(paths []string) (loadResult, error) {
+	var r loadResult
+	bin, err := exec.LookPath("wrk")
+	if err != nil {
+		return r, err
+	}
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = fmt.Sprintf("%q", p)
+	}
+	script := filepath.Join(e.tmp, "reads.lua")
+	if err := os.WriteFile(script, []byte(fmt.Sprintf(wrkScript, strings.Join(quoted, ", "), e.token)), 0o600); err != nil {
+		return r, err
+	}
+	run := func(d time.Duration) ([]byte, error) {
+		return exec.Command(bin, "-t", "2", "-c", fmt.Sprint(readClients), "-d", fmt.Sprintf("%ds", int(d.Seconds())), "-s", script, e.base).Output()
+	}
+	if _, err := run(time.Second); err != nil {
+		return r, err
+	}
+	out, err := run(readDuration)
+	if err != nil {
+		return r, err
+	}
+	_, line, ok := strings.Cut(string(out), "CBFIGURES ")
+	var durUS, p50, p99 int64
+	if !ok {
+		return r, fmt.Errorf("no figures in wrk output %q", out)
+	}
+	if _, err := fmt.Sscan(line, &r.wrk.requests, &durUS, &p50, &p99, &r.errors); err != nil {
+		return r, fmt.Errorf("wrk figures %q: %w", line, err)
+	}
+	r.elapsed = time.Duration(durUS) * time.Microsecond
+	r.wrk.p50, r.wrk.p99 = time.Duration(p50)*time.Microsecond, time.Duration(p99)*time.Microsecond
+	if r.errors > 0 {
+		r.firstErr = errors.New("wrk counted failed or non-2xx requests")
+	}
+	return r, nil
+}
+
+// goLoad runs the load from Go's HTTP client.
+func (e *world) goLoad(paths []string) loadResult {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = readClients
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	return load(func(i int) error {
+		req, _ := http.NewRequest("GET", e.base+paths[i%len(paths)], nil)
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		req.Header.Set("user-type", "business")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("GET %s: %d", paths[i%len(paths)], resp.StatusCode)
+		}
+		return err
+	})
 }
 
 // load runs op from readClients goroutines for readDuration (after a short
