@@ -285,8 +285,8 @@ func TestHours_RequestsAndAnswers(t *testing.T) {
 
 	for body, mention := range map[string]string{
 		`{"operatingHours":[]}`: "businessLocationId is required",
-		`{"businessLocationId":4,"operatingHours":[{"day":"Monday","start_time":"09:00"}]}`: "operatingHours[0].end_time is required",
-		`{"businessLocationId":"4","operatingHours":[]}`:                                     "businessLocationId must be an integer",
+		`{"businessLocationId":4,"operatingHours":[{"day":"Monday","start_time":"09:00"}]}`:                               "operatingHours[0].end_time is required",
+		`{"businessLocationId":"4","operatingHours":[]}`:                                                                  "businessLocationId must be an integer",
 		`{"businessLocationId":4,"operatingHours":[{"day":"Monday","start_time":"09:00","end_time":"10:00","note":"x"}]}`: "note",
 	} {
 		w := biz(t, s, "POST", "/business/operating-hours/add", strings.NewReader(body))
