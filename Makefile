@@ -35,9 +35,10 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: performance figures (blob upload/download vs direct S3)
+## bench: performance figures (blob transfer vs direct S3, business reads vs direct pgx)
 bench:
 	@bash scripts/ensure-services.sh
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; } >&2
 	@export VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
 		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench
 
