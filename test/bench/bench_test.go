@@ -156,7 +156,7 @@ func setup(b *testing.B) *world {
 		"HTTP_ADDR=" + addr,
 		"AUTH_DEV_MODE=true",
 		"DEV_KEY_FILE=" + filepath.Join(e.tmp, "dev.pem"),
-		"DATABASE_URL=" + dbURL + os.Getenv("BENCH_DB_PARAMS"),
+		"DATABASE_URL=" + dbURL,
 		"CLOUD_STORAGE_CONNECTION_STRING=" + e.s3cfg.ConnectionString(),
 		"CLOUD_STORAGE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"MAX_UPLOAD_BYTES=" + strconv.Itoa(2<<30),
