@@ -42,7 +42,7 @@ func TestReadAhead_YieldsTheSourceThenItsError(t *testing.T) {
 type blockingReader struct{ unblock chan struct{} }
 
 func (b *blockingReader) Read([]byte) (int, error) { <-b.unblock; return 0, io.ErrClosedPipe }
-func (b *blockingReader) Close() error            { close(b.unblock); return nil }
+func (b *blockingReader) Close() error             { close(b.unblock); return nil }
 
 func TestReadAhead_CloseStopsTheGoroutineMidStream(t *testing.T) {
 	b := &blockingReader{unblock: make(chan struct{})}
