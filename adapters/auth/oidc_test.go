@@ -176,10 +176,17 @@ func TestAuthenticate_OIDC_FollowsKeyRotation(t *testing.T) {
 	assertAuth(t, v, before, "user-1", "") // old key still published
 
 	// The old key is retired; once a new kid makes the verifier refetch, the
-	// old key is gone from its cache too.
+	// old key is gone from its cache too. go-oidc hands the fetched keys to
+	// the waiting request a moment before it stores them in its cache, so
+	// the refusal is awaited briefly.
 	iss.Rotate(t)
 	iss.RetireOldKeys()
 	assertAuth(t, v, iss.Token(t, "user-3", audience, time.Hour), "user-3", "")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := v.Authenticate(t.Context(), before); err != nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	assertAuth(t, v, before, "", "invalid_token")
 }
 

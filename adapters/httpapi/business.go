@@ -28,6 +28,7 @@ func (s *Server) businessUser(next http.Handler) http.Handler {
 func (s *Server) businessRoutes(r *mux.Router) {
 	b := r.PathPrefix("/business").Subrouter()
 	b.Use(s.authenticate, s.businessUser)
+	b.HandleFunc("/{id}", s.getBusiness).Methods(http.MethodGet)
 	b.HandleFunc("/locations/{id}", s.listLocations).Methods(http.MethodGet)
 	b.HandleFunc("/location/{businessId}/", s.createLocation).Methods(http.MethodPost)
 	b.HandleFunc("/location/{businessId}", s.createLocation).Methods(http.MethodPost)
@@ -37,7 +38,6 @@ func (s *Server) businessRoutes(r *mux.Router) {
 	b.HandleFunc("/operating-hours/add", s.addHours).Methods(http.MethodPost)
 	b.HandleFunc("/operating-hours/update", s.updateHours).Methods(http.MethodPut)
 	b.HandleFunc("/operating-hours/delete", s.deleteHours).Methods(http.MethodDelete)
-	b.HandleFunc("/{id}", s.getBusiness).Methods(http.MethodGet)
 	b.HandleFunc("/{id}", s.editBusiness).Methods(http.MethodPatch)
 }
 

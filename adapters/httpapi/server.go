@@ -76,17 +76,19 @@ func New(cfg Config) *Server {
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
 
+	// Business routes first: they are the most requested, and gorilla/mux
+	// tries routes in order.
+	s.businessRoutes(r)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
 	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
-	api := r.NewRoute().Subrouter()
+	api := r.PathPrefix("/cloud-blob").Subrouter()
 	api.Use(s.authenticate)
-	api.HandleFunc("/cloud-blob/upload", s.upload).Methods(http.MethodPost)
-	api.HandleFunc("/cloud-blob/download/{id}", s.download).Methods(http.MethodGet)
-	api.HandleFunc("/cloud-blob/metadata/{id}", s.metadata).Methods(http.MethodGet)
-	api.HandleFunc("/cloud-blob/{id}", s.deleteBlob).Methods(http.MethodDelete)
-	s.businessRoutes(r)
+	api.HandleFunc("/upload", s.upload).Methods(http.MethodPost)
+	api.HandleFunc("/download/{id}", s.download).Methods(http.MethodGet)
+	api.HandleFunc("/metadata/{id}", s.metadata).Methods(http.MethodGet)
+	api.HandleFunc("/{id}", s.deleteBlob).Methods(http.MethodDelete)
 
 	s.handler = s.observe(s.cors(r))
 	return s

@@ -75,7 +75,9 @@ func serve(ctx context.Context, getenv env) error {
 	if err != nil {
 		return errors.New(oneLine(err))
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	out := newLogWriter(os.Stderr, 200*time.Millisecond)
+	defer out.Close()
+	log := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
