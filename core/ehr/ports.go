@@ -1,0 +1,48 @@
+package ehr
+
+import (
+	"context"
+	"time"
+)
+
+//go:generate go tool moq -rm -out ports_moq_test.go . PatientSearcher Cache
+
+// PatientQuery is a normalised patient search, as each EHR adapter receives
+// it. Empty fields are not searched on.
+type PatientQuery struct {
+	Text       string // free text: a name search
+	Family     string
+	Given      string
+	BirthDate  string // YYYY-MM-DD
+	Gender     string // male, female, other, unknown
+	Identifier string // a medical record number (MRN), optionally system|value
+	Phone      string
+	// UpdatedFrom and UpdatedTo bound the record's last update (inclusive
+	// dates, from filters.dateRange); zero when absent.
+	UpdatedFrom, UpdatedTo time.Time
+	// Max is the most records the adapter returns; it follows the EHR's
+	// paging until it has that many or there are no more.
+	Max int
+}
+
+// PatientSearcher is one EHR system's patient search (a driven port; the
+// FHIR and WebSocket-bot adapters implement it). Failures are *core.Error
+// of KindTimeout (code "ehr_timeout"), KindRateLimited ("rate_limited"),
+// KindUnavailable ("circuit_open") or KindBadGateway (any other upstream
+// failure), with a message that names no secret.
+type PatientSearcher interface {
+	SearchPatients(ctx context.Context, q PatientQuery) ([]Patient, error)
+}
+
+// Cache keeps search results and the gateway's rate-limit counters; an
+// in-process adapter serves one instance, a Redis adapter several.
+type Cache interface {
+	// Get returns the value of key, or false when it is absent or expired.
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	// Set stores value under key for ttl.
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// Incr adds one to the counter key, which starts at zero and expires
+	// ttl after its first increment, and returns the new count and the time
+	// until the counter expires.
+	Incr(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error)
+}
