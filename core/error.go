@@ -5,6 +5,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies a failure; the HTTP adapter maps each kind to one status.
@@ -34,6 +35,8 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error
+	// RetryAfter tells a rate-limited client when to try again (0: unsaid).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

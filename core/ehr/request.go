@@ -1,0 +1,204 @@
+package ehr
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// SearchTypePatientRecord is the one search type so far.
+const SearchTypePatientRecord = "patient_record"
+
+// Paging defaults and limits.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+	maxQueryLen  = 500
+)
+
+// SearchRequest is a search as a client sends it.
+type SearchRequest struct {
+	Query      string
+	SearchType string // "" means patient_record
+	DateRange  string // YYYY-MM-DD/YYYY-MM-DD
+	Location   string
+	RecordType string // "", all or patient
+	Page       int    // 0 means 1
+	Limit      int    // 0 means DefaultLimit
+}
+
+// ErrInvalidSearch is a request that fails validation; the message names
+// the field.
+var ErrInvalidSearch = &core.Error{Kind: core.KindInvalid, Code: "invalid_search", Message: "Invalid search request"}
+
+// ErrRecordTypeNotSupported is a filters.recordType other than all and
+// patient.
+var ErrRecordTypeNotSupported = &core.Error{Kind: core.KindInvalid, Code: "record_type_not_supported", Message: "filters.recordType supports all and patient"}
+
+func invalid(format string, args ...any) error {
+	return ErrInvalidSearch.WithMessage(format, args...)
+}
+
+// validated is a request after validation: the normalised query, the page
+// and the systems' search type.
+type validated struct {
+	query       PatientQuery
+	searchType  string
+	location    string
+	page, limit int
+}
+
+func validate(r SearchRequest) (validated, error) {
+	v := validated{searchType: r.SearchType, location: strings.TrimSpace(r.Location), page: r.Page, limit: r.Limit}
+	if v.searchType == "" {
+		v.searchType = SearchTypePatientRecord
+	}
+	if v.searchType != SearchTypePatientRecord {
+		return v, ErrInvalidSearch.WithMessage("searchType %q is not supported; use %s", r.SearchType, SearchTypePatientRecord)
+	}
+	switch strings.ToLower(r.RecordType) {
+	case "", "all", "patient":
+	default:
+		return v, ErrRecordTypeNotSupported.WithMessage("filters.recordType %q is not supported yet; use all or patient", r.RecordType)
+	}
+	switch {
+	case v.page == 0:
+		v.page = 1
+	case v.page < 0:
+		return v, invalid("pagination.page must be 1 or more")
+	}
+	switch {
+	case v.limit == 0:
+		v.limit = DefaultLimit
+	case v.limit < 0 || v.limit > MaxLimit:
+		return v, invalid("pagination.limit must be between 1 and %d", MaxLimit)
+	}
+	if len(v.location) > 200 {
+		return v, invalid("filters.location is too long")
+	}
+	q, err := ParseQuery(r.Query)
+	if err != nil {
+		return v, err
+	}
+	if r.DateRange != "" {
+		if q.UpdatedFrom, q.UpdatedTo, err = parseDateRange(r.DateRange); err != nil {
+			return v, err
+		}
+	}
+	v.query = q
+	return v, nil
+}
+
+func parseDateRange(s string) (from, to time.Time, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		from, err = time.Parse(time.DateOnly, a)
+	}
+	if ok && err == nil {
+		to, err = time.Parse(time.DateOnly, b)
+	}
+	if !ok || err != nil {
+		return from, to, invalid("filters.dateRange must be YYYY-MM-DD/YYYY-MM-DD")
+	}
+	if to.Before(from) {
+		return from, to, invalid("filters.dateRange ends before it starts")
+	}
+	return from, to, nil
+}
+
+var genders = map[string]bool{"male": true, "female": true, "other": true, "unknown": true}
+
+// ParseQuery reads the query grammar: free text is a name search; the
+// tokens family:, given:, birthdate:, gender:, identifier: (MRN) and phone:
+// may be combined ("given:Ana birthdate:1980-02-01"). A token's value may
+// be quoted to hold spaces (family:"van der Berg").
+func ParseQuery(s string) (PatientQuery, error) {
+	var q PatientQuery
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return q, invalid("query is required")
+	case len(s) > maxQueryLen:
+		return q, invalid("query must be at most %d characters", maxQueryLen)
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return q, invalid("query must be plain text")
+	}
+	fields := map[string]*string{
+		"family": &q.Family, "given": &q.Given, "birthdate": &q.BirthDate,
+		"gender": &q.Gender, "identifier": &q.Identifier, "phone": &q.Phone,
+	}
+	var text []string
+	for rest := s; rest != ""; {
+		word, value, tail, err := nextToken(rest)
+		if err != nil {
+			return q, err
+		}
+		rest = tail
+		if value == nil {
+			text = append(text, word)
+			continue
+		}
+		dst, ok := fields[strings.ToLower(word)]
+		switch {
+		case !ok:
+			return q, invalid("query: unknown field %q; use family:, given:, birthdate:, gender:, identifier: or phone:", word+":")
+		case *dst != "":
+			return q, invalid("query: %s: is given twice", strings.ToLower(word))
+		case *value == "":
+			return q, invalid("query: %s: needs a value", strings.ToLower(word))
+		}
+		*dst = *value
+	}
+	q.Text = strings.Join(text, " ")
+	if q.BirthDate != "" {
+		if _, err := time.Parse(time.DateOnly, q.BirthDate); err != nil {
+			return q, invalid("query: birthdate: must be YYYY-MM-DD")
+		}
+	}
+	if q.Gender != "" {
+		q.Gender = strings.ToLower(q.Gender)
+		if !genders[q.Gender] {
+			return q, invalid("query: gender: must be male, female, other or unknown")
+		}
+	}
+	return q, nil
+}
+
+// nextToken reads one word of s: a plain word (value nil) or field:value,
+// where the value may be quoted.
+func nextToken(s string) (word string, value *string, rest string, err error) {
+	s = strings.TrimLeft(s, " \t")
+	end := strings.IndexAny(s, " \t:\"")
+	if end < 0 {
+		return s, nil, "", nil
+	}
+	if s[end] == '"' {
+		return "", nil, "", invalid("query: a quote may only open a field's value")
+	}
+	if s[end] != ':' || end == 0 {
+		if end == 0 { // ":" at the start of a word
+			return "", nil, "", invalid("query: a field name must come before ':'")
+		}
+		return s[:end], nil, s[end:], nil
+	}
+	word, s = s[:end], s[end+1:]
+	if strings.HasPrefix(s, `"`) {
+		closing := strings.IndexByte(s[1:], '"')
+		if closing < 0 {
+			return "", nil, "", invalid("query: %s: has an unclosed quote", word)
+		}
+		v := strings.TrimSpace(s[1 : 1+closing])
+		return word, &v, s[2+closing:], nil
+	}
+	stop := strings.IndexAny(s, " \t")
+	if stop < 0 {
+		stop = len(s)
+	}
+	v := s[:stop]
+	if strings.ContainsAny(v, `:"`) {
+		return "", nil, "", invalid("query: %s: value must not hold ':' or '\"' unless quoted", word)
+	}
+	return word, &v, s[stop:], nil
+}

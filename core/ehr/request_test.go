@@ -1,0 +1,101 @@
+package ehr
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseQuery(t *testing.T) {
+	ok := []struct {
+		in   string
+		want PatientQuery
+	}{
+		{"Ana Lopez", PatientQuery{Text: "Ana Lopez"}},
+		{"  Ana   Lopez ", PatientQuery{Text: "Ana Lopez"}},
+		{"given:Ana birthdate:1980-02-01", PatientQuery{Given: "Ana", BirthDate: "1980-02-01"}},
+		{"family:Lopez given:Ana gender:FEMALE", PatientQuery{Family: "Lopez", Given: "Ana", Gender: "female"}},
+		{`family:"van der Berg" Anna`, PatientQuery{Family: "van der Berg", Text: "Anna"}},
+		{`identifier:"urn:oid:1.2.3|MRN-77" phone:+15125550100`, PatientQuery{Identifier: "urn:oid:1.2.3|MRN-77", Phone: "+15125550100"}},
+		{"identifier:MRN-77", PatientQuery{Identifier: "MRN-77"}},
+		{"Family:Lopez", PatientQuery{Family: "Lopez"}},
+	}
+	for _, c := range ok {
+		got, err := ParseQuery(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseQuery(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+	bad := []struct{ in, mention string }{
+		{"", "query is required"},
+		{"   ", "query is required"},
+		{strings.Repeat("a", 501), "at most 500"},
+		{"birtdate:1980-01-01", "unknown field"},
+		{"birthdate:1980-13-01", "birthdate"},
+		{"birthdate:01/02/1980", "birthdate"},
+		{"gender:robot", "gender"},
+		{"given:Ana given:Bo", "given twice"},
+		{"given:", "needs a value"},
+		{`family:"van der`, "unclosed quote"},
+		{"identifier:urn:oid:1|2", "unless quoted"},
+		{":Ana", "field name"},
+		{"Ana\x00", "plain text"},
+		{`Ana "Lopez"`, "quote"},
+	}
+	for _, c := range bad {
+		_, err := ParseQuery(c.in)
+		if !errors.Is(err, ErrInvalidSearch) || !strings.Contains(err.Error(), c.mention) {
+			t.Errorf("ParseQuery(%q): got %v, want an invalid_search naming %q", c.in, err, c.mention)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	v, err := validate(SearchRequest{Query: "Ana", DateRange: "2024-01-01/2024-12-31", RecordType: "ALL"})
+	if err != nil || v.page != 1 || v.limit != DefaultLimit || v.searchType != SearchTypePatientRecord ||
+		!v.query.UpdatedFrom.Equal(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)) || v.query.UpdatedTo.Day() != 31 {
+		t.Fatalf("defaults: %+v, %v", v, err)
+	}
+	bad := []struct {
+		r    SearchRequest
+		want error
+	}{
+		{SearchRequest{}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", SearchType: "lab_result"}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", RecordType: "encounter"}, ErrRecordTypeNotSupported},
+		{SearchRequest{Query: "a", DateRange: "2024-01-01"}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", DateRange: "2024-02-01/2024-01-01"}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", DateRange: "yesterday/today"}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Page: -1}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Limit: 101}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Limit: -5}, ErrInvalidSearch},
+	}
+	for _, c := range bad {
+		if _, err := validate(c.r); !errors.Is(err, c.want) {
+			t.Errorf("validate(%+v) = %v, want %v", c.r, err, c.want)
+		}
+	}
+}
+
+// FuzzParseQuery: any text parses or fails as invalid_search; a parsed
+// query keeps its fields within the text it came from.
+func FuzzParseQuery(f *testing.F) {
+	f.Add("given:Ana birthdate:1980-02-01")
+	f.Add(`family:"van der Berg" x`)
+	f.Add(`identifier:"a|b" phone:1`)
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := ParseQuery(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidSearch) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		for _, v := range []string{q.Family, q.Given, q.Identifier, q.Phone, q.BirthDate} {
+			if !strings.Contains(s, v) {
+				t.Fatalf("field %q is not in the query %q", v, s)
+			}
+		}
+	})
+}

@@ -1,0 +1,295 @@
+package ehr
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// System is one configured EHR system as the search gateway sees it.
+type System struct {
+	Name        string
+	SearchTypes []string // which search types it serves (patient_record)
+	Sites       []string // filters.location values it serves; empty: none named
+	Patients    PatientSearcher
+}
+
+// Config tunes the gateway.
+type Config struct {
+	CacheTTL  time.Duration // result cache lifetime (0: no caching)
+	RateLimit int           // searches per minute per caller (0: unlimited)
+	// MaxPerSystem is how many records are asked of each EHR for one
+	// request; every page of a request is cut from the same merged list.
+	MaxPerSystem int
+}
+
+// Search statuses.
+const (
+	StatusSuccess = "success"
+	StatusPartial = "partial"
+	StatusError   = "error"
+)
+
+// SearchResult is the gateway's answer.
+type SearchResult struct {
+	RequestID  string
+	Status     string
+	Results    []Person // the requested page
+	TotalCount int
+	Page       int
+	Limit      int
+	SearchTime time.Duration
+	Sources    []string // systems that answered
+	CacheHit   bool
+	Errors     []SourceError
+}
+
+// AllTimedOut reports whether every system failed with a time-out.
+func (r *SearchResult) AllTimedOut() bool {
+	if r.Status != StatusError || len(r.Errors) == 0 {
+		return false
+	}
+	for _, e := range r.Errors {
+		if e.Code != "ehr_timeout" {
+			return false
+		}
+	}
+	return true
+}
+
+// SourceError is the failure of one system.
+type SourceError struct {
+	Source  string `json:"source"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// The gateway's own failures.
+var (
+	ErrNoEHRConfigured = &core.Error{Kind: core.KindUnavailable, Code: "no_ehr_configured", Message: "No EHR system is configured for this search"}
+	ErrRateLimited     = &core.Error{Kind: core.KindRateLimited, Code: "rate_limited", Message: "Too many searches; try again later"}
+)
+
+const (
+	rateWindow          = time.Minute
+	defaultMaxPerSystem = 200
+)
+
+// Service is the search gateway.
+type Service struct {
+	systems []System
+	cache   Cache
+	cfg     Config
+	now     func() time.Time
+}
+
+// NewService returns the gateway over systems (in the order of the EHR
+// systems file, which is also the order of merged sources).
+func NewService(systems []System, cache Cache, cfg Config) *Service {
+	if cfg.MaxPerSystem <= 0 {
+		cfg.MaxPerSystem = defaultMaxPerSystem
+	}
+	return &Service{systems: systems, cache: cache, cfg: cfg, now: time.Now}
+}
+
+// Search validates the request, applies the caller's rate limit, answers
+// from the cache or fans the query out to the systems that serve it, and
+// merges their records into one sorted list of people, of which it returns
+// the requested page. When every system fails the result has status error
+// (and no error is returned); request, authentication and rate-limit
+// failures are errors.
+func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, error) {
+	start := s.now()
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return nil, core.ErrUnauthenticated
+	}
+	v, err := validate(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.limit(ctx, actor); err != nil {
+		return nil, err
+	}
+	systems, err := s.route(v)
+	if err != nil {
+		return nil, err
+	}
+	res := &SearchResult{RequestID: newRequestID(), Page: v.page, Limit: v.limit, Sources: []string{}}
+
+	key := cacheKey(actor.Subject, v)
+	var merged cached
+	if s.cfg.CacheTTL > 0 && len(systems) > 0 {
+		if raw, ok, err := s.cache.Get(ctx, key); err != nil {
+			return nil, fmt.Errorf("search cache: %w", err)
+		} else if ok && json.Unmarshal(raw, &merged) == nil {
+			res.CacheHit = true
+		}
+	}
+	if !res.CacheHit {
+		merged, res.Errors = s.fanOut(ctx, systems, v.query)
+		if len(res.Errors) == 0 && s.cfg.CacheTTL > 0 && len(systems) > 0 {
+			if raw, err := json.Marshal(merged); err == nil {
+				// A cache that cannot store only costs the next request a miss.
+				_ = s.cache.Set(ctx, key, raw, s.cfg.CacheTTL)
+			}
+		}
+	}
+
+	res.Sources = append(res.Sources, merged.Sources...)
+	res.TotalCount = len(merged.People)
+	from := min((v.page-1)*v.limit, len(merged.People))
+	res.Results = merged.People[from:min(from+v.limit, len(merged.People))]
+	switch {
+	case len(res.Errors) == 0:
+		res.Status = StatusSuccess
+	case len(merged.Sources) > 0:
+		res.Status = StatusPartial
+	default:
+		res.Status = StatusError
+	}
+	res.SearchTime = s.now().Sub(start)
+	return res, nil
+}
+
+// limit counts the search against the caller's fixed one-minute window.
+func (s *Service) limit(ctx context.Context, actor core.Actor) error {
+	if s.cfg.RateLimit <= 0 {
+		return nil
+	}
+	n, ttl, err := s.cache.Incr(ctx, "rl:v1:"+digest(actor.Subject), rateWindow)
+	if err != nil {
+		return fmt.Errorf("rate limit counter: %w", err)
+	}
+	if n > int64(s.cfg.RateLimit) {
+		e := ErrRateLimited.WithMessage("More than %d searches in a minute; try again in %d s", s.cfg.RateLimit, int(ttl.Seconds())+1)
+		e.RetryAfter = max(ttl, time.Second)
+		return e
+	}
+	return nil
+}
+
+// route picks the systems that serve the search type and, when a location
+// is asked for, that site.
+func (s *Service) route(v validated) ([]System, error) {
+	var out []System
+	serving := 0
+	for _, sys := range s.systems {
+		if !slices.Contains(sys.SearchTypes, v.searchType) {
+			continue
+		}
+		serving++
+		if v.location == "" || slices.Contains(sys.Sites, v.location) {
+			out = append(out, sys)
+		}
+	}
+	if serving == 0 {
+		return nil, ErrNoEHRConfigured.WithMessage("No EHR system is configured for %s", v.searchType)
+	}
+	return out, nil
+}
+
+// cached is the merged answer of every system, as kept in the cache.
+type cached struct {
+	People  []Person `json:"people"`
+	Sources []string `json:"sources"`
+}
+
+// fanOut queries the systems in parallel and merges what they answer.
+func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) (cached, []SourceError) {
+	q.Max = s.cfg.MaxPerSystem
+	records := make([][]Patient, len(systems))
+	errs := make([]error, len(systems))
+	var wg sync.WaitGroup
+	for i, sys := range systems {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			records[i], errs[i] = sys.Patients.SearchPatients(ctx, q)
+		}()
+	}
+	wg.Wait()
+
+	var out cached
+	var failures []SourceError
+	var all []Patient
+	for i, sys := range systems {
+		if errs[i] != nil {
+			failures = append(failures, sourceError(sys.Name, errs[i]))
+			continue
+		}
+		out.Sources = append(out.Sources, sys.Name)
+		for _, p := range records[i] {
+			p.Source = sys.Name
+			all = append(all, p)
+		}
+	}
+	out.People = Merge(all)
+	return out, failures
+}
+
+func sourceError(name string, err error) SourceError {
+	var e *core.Error
+	if errors.As(err, &e) && e.Kind != core.KindInternal {
+		return SourceError{Source: name, Code: e.Code, Message: e.Message}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return SourceError{Source: name, Code: "ehr_timeout", Message: name + " did not answer in time"}
+	}
+	return SourceError{Source: name, Code: "ehr_error", Message: name + " failed"}
+}
+
+// cacheKey scopes a cache entry to the caller and the normalised request;
+// the page is not part of it, as every page is cut from the same list.
+func cacheKey(subject string, v validated) string {
+	q := v.query
+	norm := strings.Join([]string{
+		v.searchType, v.location,
+		strings.ToLower(strings.Join(strings.Fields(q.Text), " ")),
+		strings.ToLower(q.Family), strings.ToLower(q.Given), q.BirthDate, q.Gender,
+		q.Identifier, q.Phone, dateKey(q.UpdatedFrom), dateKey(q.UpdatedTo),
+	}, "\x00")
+	return "search:v1:" + digest(subject+"\x01"+norm)
+}
+
+func dateKey(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(time.DateOnly)
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// compareNames orders people by family name, given name, birth date and id.
+func comparePeople(a, b Person) int {
+	return cmp.Or(
+		cmp.Compare(strings.ToLower(a.Name.Family), strings.ToLower(b.Name.Family)),
+		cmp.Compare(strings.ToLower(strings.Join(a.Name.Given, " ")), strings.ToLower(strings.Join(b.Name.Given, " "))),
+		cmp.Compare(a.BirthDate, b.BirthDate),
+		cmp.Compare(a.ID, b.ID),
+	)
+}
