@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/carebridge/carebridge/core/business"
+	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -34,3 +35,10 @@ type Business interface {
 }
 
 var _ Business = (*business.Service)(nil)
+
+// Search is the EHR search gateway (core/ehr.Service).
+type Search interface {
+	Search(ctx context.Context, r ehr.SearchRequest) (*ehr.SearchResult, error)
+}
+
+var _ Search = (*ehr.Service)(nil)

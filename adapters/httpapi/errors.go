@@ -3,7 +3,9 @@ package httpapi
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/carebridge/carebridge/core"
 )
@@ -53,6 +55,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
 	}
 	status := statusOf[e.Kind]
+	if e.Kind == core.KindRateLimited && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
 	if e.Kind == core.KindUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	}

@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"github.com/carebridge/carebridge/core/business"
+	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/storage"
 	"github.com/carebridge/carebridge/ports"
 	"sync"
@@ -800,5 +801,77 @@ func (mock *BusinessMock) UpdateLocationCalls() []struct {
 	mock.lockUpdateLocation.RLock()
 	calls = mock.calls.UpdateLocation
 	mock.lockUpdateLocation.RUnlock()
+	return calls
+}
+
+// Ensure, that SearchMock does implement ports.Search.
+// If this is not the case, regenerate this file with moq.
+var _ ports.Search = &SearchMock{}
+
+// SearchMock is a mock implementation of ports.Search.
+//
+//	func TestSomethingThatUsesSearch(t *testing.T) {
+//
+//		// make and configure a mocked ports.Search
+//		mockedSearch := &SearchMock{
+//			SearchFunc: func(ctx context.Context, r ehr.SearchRequest) (*ehr.SearchResult, error) {
+//				panic("mock out the Search method")
+//			},
+//		}
+//
+//		// use mockedSearch in code that requires ports.Search
+//		// and then make assertions.
+//
+//	}
+type SearchMock struct {
+	// SearchFunc mocks the Search method.
+	SearchFunc func(ctx context.Context, r ehr.SearchRequest) (*ehr.SearchResult, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Search holds details about calls to the Search method.
+		Search []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// R is the r argument value.
+			R ehr.SearchRequest
+		}
+	}
+	lockSearch sync.RWMutex
+}
+
+// Search calls SearchFunc.
+func (mock *SearchMock) Search(ctx context.Context, r ehr.SearchRequest) (*ehr.SearchResult, error) {
+	if mock.SearchFunc == nil {
+		panic("SearchMock.SearchFunc: method is nil but Search.Search was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		R   ehr.SearchRequest
+	}{
+		Ctx: ctx,
+		R:   r,
+	}
+	mock.lockSearch.Lock()
+	mock.calls.Search = append(mock.calls.Search, callInfo)
+	mock.lockSearch.Unlock()
+	return mock.SearchFunc(ctx, r)
+}
+
+// SearchCalls gets all the calls that were made to Search.
+// Check the length with:
+//
+//	len(mockedSearch.SearchCalls())
+func (mock *SearchMock) SearchCalls() []struct {
+	Ctx context.Context
+	R   ehr.SearchRequest
+} {
+	var calls []struct {
+		Ctx context.Context
+		R   ehr.SearchRequest
+	}
+	mock.lockSearch.RLock()
+	calls = mock.calls.Search
+	mock.lockSearch.RUnlock()
 	return calls
 }

@@ -1,4 +1,4 @@
-//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business
+//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search
 
 // Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
 // middleware and handlers. It calls the use cases through package ports and
@@ -30,6 +30,7 @@ type Config struct {
 	Auth     Authenticator
 	Storage  ports.Storage
 	Business ports.Business
+	Search   ports.Search
 	Registry *prometheus.Registry
 	// Ready reports whether the dependencies (database, blob store) answer.
 	Ready              func(ctx context.Context) error
@@ -46,6 +47,7 @@ type Server struct {
 	auth         Authenticator
 	storage      ports.Storage
 	business     ports.Business
+	searcher     ports.Search
 	ready        func(ctx context.Context) error
 	maxUpload    int64
 	corsOrigins  []string
@@ -61,6 +63,7 @@ func New(cfg Config) *Server {
 		auth:         cfg.Auth,
 		storage:      cfg.Storage,
 		business:     cfg.Business,
+		searcher:     cfg.Search,
 		ready:        cfg.Ready,
 		maxUpload:    cfg.MaxUploadBytes,
 		corsOrigins:  cfg.CORSAllowedOrigins,
@@ -82,6 +85,8 @@ func New(cfg Config) *Server {
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
 	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+
+	r.Handle("/api/v1/search", s.authenticate(http.HandlerFunc(s.search))).Methods(http.MethodPost)
 
 	api := r.PathPrefix("/cloud-blob").Subrouter()
 	api.Use(s.authenticate)
