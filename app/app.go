@@ -19,12 +19,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/carebridge/carebridge/adapters/auth"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
+	"github.com/carebridge/carebridge/adapters/ehr/fhir"
 	"github.com/carebridge/carebridge/adapters/fsblob"
 	"github.com/carebridge/carebridge/adapters/httpapi"
 	"github.com/carebridge/carebridge/adapters/keyring"
+	"github.com/carebridge/carebridge/adapters/memory"
 	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/adapters/redis"
 	"github.com/carebridge/carebridge/adapters/s3"
 	"github.com/carebridge/carebridge/core/business"
+	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -44,6 +50,12 @@ type Config struct {
 	CORSAllowedOrigins []string
 	// StallTimeout cuts off a body that moves no byte for this long (0: 30 s).
 	StallTimeout time.Duration
+
+	EHR             *ehrconfig.Config // nil: no EHR configured (search answers 503)
+	RedisURL        string            // "": in-process cache and counters
+	CacheKey        []byte            // encrypts cached search results in Redis
+	SearchCacheTTL  time.Duration
+	SearchRateLimit int // searches per minute per caller (0: unlimited)
 }
 
 // App is the running service.
@@ -51,6 +63,7 @@ type App struct {
 	log      *slog.Logger
 	db       *postgres.Store
 	objects  storage.ObjectStore
+	redis    *redis.Cache // nil without REDIS_URL
 	server   *http.Server
 	listener net.Listener
 }
@@ -93,6 +106,16 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 
+	cache, err := a.newCache(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	systems, err := newSystems(cfg.EHR)
+	if err != nil {
+		return err
+	}
+	search := ehr.NewService(systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
+
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
@@ -101,9 +124,14 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Auth:     verifier,
 		Storage:  blobs,
 		Business: NewBusiness(a.db, blobs),
+		Search:   search,
 		Registry: registry,
 		Ready: func(ctx context.Context) error {
-			return errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
+			err := errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
+			if a.redis != nil {
+				err = errors.Join(err, a.redis.Ping(ctx))
+			}
+			return err
 		},
 		MaxUploadBytes:     cfg.MaxUploadBytes,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins,
@@ -139,6 +167,58 @@ func newObjectStore(ctx context.Context, url string) (storage.ObjectStore, error
 		return s3.New(ctx, cfg)
 	}
 	return nil, errors.New("CLOUD_STORAGE_CONNECTION_STRING: must start with file:// or s3://")
+}
+
+// newCache is Redis when REDIS_URL is set (shared by several instances),
+// else an in-process LRU.
+func (a *App) newCache(ctx context.Context, cfg Config) (ehr.Cache, error) {
+	if cfg.RedisURL == "" {
+		return memory.New(memoryCacheEntries), nil
+	}
+	c, err := redis.New(ctx, cfg.RedisURL, cfg.CacheKey)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	a.redis = c
+	return c, nil
+}
+
+// memoryCacheEntries bounds the in-process search cache.
+const memoryCacheEntries = 10000
+
+// newSystems builds an EHR client for every system of the EHR systems file.
+func newSystems(cfg *ehrconfig.Config) ([]ehr.System, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	var out []ehr.System
+	for _, s := range cfg.Systems {
+		if s.Adapter != ehrconfig.AdapterFHIR {
+			return nil, fmt.Errorf("EHR_CONFIG: system %s: adapter %s serves the EHR integration only, not search yet", s.Name, s.Adapter)
+		}
+		client, err := ehrhttp.New(ehrhttp.Config{
+			Name:    s.Name,
+			BaseURL: s.BaseURL,
+			Auth: ehrhttp.AuthConfig{
+				Type: string(s.Auth.Type), TokenURL: s.Auth.TokenURL, ClientID: s.Auth.ClientID,
+				ClientSecret: s.Auth.ClientSecret.Value(), Scopes: s.Auth.Scopes,
+				APIKey: s.Auth.APIKey.Value(), APIKeyHeader: s.Auth.APIKeyHeader,
+				Username: s.Auth.Username, Password: s.Auth.Password.Value(),
+			},
+			RequestsPerMinute: s.RateLimit.RequestsPerMinute,
+			Timeout:           s.Timeout,
+			RetryAttempts:     s.RetryAttempts,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
+		}
+		types := make([]string, len(s.SearchTypes))
+		for i, t := range s.SearchTypes {
+			types[i] = string(t)
+		}
+		out = append(out, ehr.System{Name: s.Name, SearchTypes: types, Sites: s.Sites, Patients: fhir.New(client, s.SearchEndpoint)})
+	}
+	return out, nil
 }
 
 func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
@@ -185,6 +265,9 @@ func (a *App) Run(ctx context.Context) error {
 func (a *App) Close() {
 	if c, ok := a.objects.(io.Closer); ok {
 		_ = c.Close() // nothing is left to flush
+	}
+	if a.redis != nil {
+		_ = a.redis.Close()
 	}
 	a.db.Close()
 }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/carebridge/carebridge/adapters/auth"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/app"
 )
@@ -114,11 +118,73 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 		cfg.CORSAllowedOrigins = append(cfg.CORSAllowedOrigins, o)
 	}
 
+	loadSearchConfig(getenv, &cfg, bad)
+
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(getenv.or("LOG_LEVEL", "info"))); err != nil {
 		bad("LOG_LEVEL", "must be debug, info, warn or error")
 	}
 	return cfg, level, errors.Join(errs...)
+}
+
+// Search defaults of the contract.
+const (
+	defaultSearchCacheTTL  = 60 * time.Second
+	defaultSearchRateLimit = 120
+)
+
+// loadSearchConfig reads the EHR systems file and the search gateway's
+// settings.
+func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string, args ...any)) {
+	var credKey []byte
+	if v := getenv.or("EHR_CREDENTIALS_KEY", ""); v != "" {
+		key, err := keyring.ParseKey(v)
+		if err != nil {
+			bad("EHR_CREDENTIALS_KEY", "%v", err)
+		}
+		credKey = key
+	}
+	if path := getenv.or("EHR_CONFIG", ""); path != "" {
+		c, err := ehrconfig.Load(path, credKey, getenv)
+		if err != nil {
+			bad("EHR_CONFIG", "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+		cfg.EHR = c
+	}
+	cfg.RedisURL = getenv.or("REDIS_URL", "")
+	if cfg.RedisURL != "" {
+		if credKey == nil {
+			bad("REDIS_URL", "needs EHR_CREDENTIALS_KEY, which encrypts the patient data cached in Redis")
+		}
+		cfg.CacheKey = cacheKey(credKey)
+	}
+	cfg.SearchCacheTTL = defaultSearchCacheTTL
+	if v := getenv.or("SEARCH_CACHE_TTL", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			bad("SEARCH_CACHE_TTL", "must be a non-negative Go duration such as 60s, got %q", v)
+		}
+		cfg.SearchCacheTTL = d
+	}
+	cfg.SearchRateLimit = defaultSearchRateLimit
+	if v := getenv.or("SEARCH_RATE_LIMIT", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			bad("SEARCH_RATE_LIMIT", "must be a whole number of searches per minute (0: unlimited), got %q", v)
+		}
+		cfg.SearchRateLimit = n
+	}
+}
+
+// cacheKey derives the key that encrypts cached search results from the
+// EHR credentials key, so that every instance sharing a Redis agrees on it.
+func cacheKey(credKey []byte) []byte {
+	if credKey == nil {
+		return nil
+	}
+	m := hmac.New(sha256.New, credKey)
+	m.Write([]byte("carebridge/search-cache/v1"))
+	return m.Sum(nil)
 }
 
 // oneLine folds the joined configuration errors into one line.

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func envOf(m map[string]string) env { return func(k string) string { return m[k] } }
@@ -77,16 +79,60 @@ func TestLoadConfig_KeysAndOrigins(t *testing.T) {
 func TestRun_DevTokenAndUnknownCommand(t *testing.T) {
 	var out bytes.Buffer
 	e := envOf(map[string]string{"DEV_KEY_FILE": t.TempDir() + "/k.pem"})
-	if err := run(context.Background(), []string{"dev-token", "--sub", "alice"}, e, &out); err != nil {
+	if err := run(context.Background(), []string{"dev-token", "--sub", "alice"}, e, nil, &out); err != nil {
 		t.Fatal(err)
 	}
 	if parts := strings.Split(strings.TrimSpace(out.String()), "."); len(parts) != 3 {
 		t.Fatalf("not a JWT: %q", out.String())
 	}
-	if err := run(context.Background(), []string{"dev-token"}, e, &out); err == nil {
+	if err := run(context.Background(), []string{"dev-token"}, e, nil, &out); err == nil {
 		t.Fatal("dev-token without --sub accepted")
 	}
-	if err := run(context.Background(), []string{"frobnicate"}, e, &out); err == nil {
+	if err := run(context.Background(), []string{"frobnicate"}, e, nil, &out); err == nil {
 		t.Fatal("unknown command accepted")
+	}
+}
+
+func TestSecretsEncrypt_RoundTripsThroughTheEHRConfig(t *testing.T) {
+	key := strings.Repeat("ab", 32)
+	var out bytes.Buffer
+	e := envOf(map[string]string{"EHR_CREDENTIALS_KEY": key})
+	if err := run(context.Background(), []string{"secrets", "encrypt"}, e, strings.NewReader("s3cr3t-value\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	enc := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(enc, "enc:v1:") || strings.Contains(enc, "s3cr3t") {
+		t.Fatalf("encrypted form %q", enc)
+	}
+	file := t.TempDir() + "/ehr.yaml"
+	yaml := "ehr_systems:\n  - name: a\n    adapter: fhir\n    base_url: http://127.0.0.1:1/fhir\n    authentication:\n      type: api_key\n      api_key: " + enc + "\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
+		"EHR_CONFIG": file, "EHR_CREDENTIALS_KEY": key}))
+	if err != nil || cfg.EHR.Systems[0].Auth.APIKey.Value() != "s3cr3t-value" {
+		t.Fatalf("config %+v, %v", cfg.EHR, err)
+	}
+	if err := run(context.Background(), []string{"secrets", "encrypt"}, envOf(nil), strings.NewReader("x"), &out); err == nil {
+		t.Fatal("encrypted without EHR_CREDENTIALS_KEY")
+	}
+}
+
+func TestLoadConfig_SearchSettings(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb"}
+	cfg, _, err := loadConfig(envOf(base))
+	if err != nil || cfg.EHR != nil || cfg.SearchCacheTTL != 60*time.Second || cfg.SearchRateLimit != 120 || cfg.RedisURL != "" {
+		t.Fatalf("defaults %+v %v", cfg, err)
+	}
+	bad := map[string]string{"SEARCH_CACHE_TTL": "soon", "SEARCH_RATE_LIMIT": "-1", "REDIS_URL": "redis://127.0.0.1:6379", "EHR_CONFIG": "/does/not/exist.yaml"}
+	for k, v := range base {
+		bad[k] = v
+	}
+	_, _, err = loadConfig(envOf(bad))
+	for _, name := range []string{"SEARCH_CACHE_TTL", "SEARCH_RATE_LIMIT", "REDIS_URL", "EHR_CONFIG"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s not reported: %v", name, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@
 //	carebridge migrate            apply database migrations
 //	carebridge dev-token --sub S  print a token for AUTH_DEV_MODE
 //	carebridge admin create-business | create-provider  seed data
+//	carebridge secrets encrypt    read a secret on stdin, print its enc:v1: form
 package main
 
 import (
@@ -16,10 +17,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/auth"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/app"
 )
@@ -34,7 +38,7 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "carebridge:", err)
@@ -42,10 +46,10 @@ func main() {
 	}
 }
 
-const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--ttl 1h] | admin ...]
+const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--ttl 1h] | secrets encrypt | admin ...]
 ` + adminUsage
 
-func run(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
+func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
@@ -63,6 +67,8 @@ func run(ctx context.Context, args []string, getenv env, stdout io.Writer) error
 		return devToken(args, getenv, stdout)
 	case "admin":
 		return admin(ctx, args, getenv, stdout)
+	case "secrets":
+		return secrets(args, getenv, stdin, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -106,4 +112,30 @@ func devToken(args []string, getenv env, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, token)
 	return nil
+}
+
+// secrets encrypt reads one secret on standard input (a trailing newline is
+// dropped) and prints its enc:v1: form under EHR_CREDENTIALS_KEY.
+func secrets(args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
+	if len(args) != 1 || args[0] != "encrypt" {
+		return errors.New("usage: carebridge secrets encrypt < secret")
+	}
+	key, err := keyring.ParseKey(getenv.or("EHR_CREDENTIALS_KEY", ""))
+	if err != nil {
+		return fmt.Errorf("EHR_CREDENTIALS_KEY: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(stdin, 64<<10))
+	if err != nil {
+		return fmt.Errorf("read secret: %w", err)
+	}
+	secret := strings.TrimRight(string(raw), "\r\n")
+	if secret == "" {
+		return errors.New("secrets encrypt: no secret on standard input")
+	}
+	enc, err := ehrconfig.EncryptSecret(key, secret)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, enc)
+	return err
 }

@@ -53,13 +53,15 @@ func pat(id, family, given, birth string, ids ...Identifier) Patient {
 	return Patient{ID: id, Name: HumanName{Family: family, Given: []string{given}}, BirthDate: birth, Identifiers: ids}
 }
 
-func mrn(system, value string) Identifier { return Identifier{System: system, Value: value, Type: "MR"} }
+func mrn(system, value string) Identifier {
+	return Identifier{System: system, Value: value, Type: "MR"}
+}
 
 func TestMerge_GroupsTheSamePersonAcrossEHRs(t *testing.T) {
 	records := []Patient{
 		withSource("a", pat("a1", "Lopez", "Ana", "1980-02-01", mrn("urn:mrn", "77"))),
 		withSource("a", pat("a2", "Zed", "Bo", "1990-01-01")),
-		withSource("b", pat("b9", "LÓPEZ", "ana", "1980-02-01")),                       // same name and birth date
+		withSource("b", pat("b9", "LÓPEZ", "ana", "1980-02-01")),                        // same name and birth date
 		withSource("b", pat("b3", "Lopes", "Anna", "1980-02-01", mrn("URN:MRN", "77"))), // same MRN
 		withSource("b", pat("b4", "Adams", "Cy", "")),
 	}

@@ -1,0 +1,337 @@
+package fhir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+// The FHIR R4 wire types, reduced to what the search reads. Unknown
+// elements (extensions, _elements, contained resources) are ignored.
+type (
+	resourceHeader struct {
+		ResourceType string `json:"resourceType"`
+	}
+
+	bundle struct {
+		ResourceType string        `json:"resourceType"`
+		Link         []bundleLink  `json:"link"`
+		Entry        []bundleEntry `json:"entry"`
+	}
+	bundleLink struct {
+		Relation string `json:"relation"`
+		URL      string `json:"url"`
+	}
+	bundleEntry struct {
+		Resource json.RawMessage `json:"resource"`
+		Search   struct {
+			Mode string `json:"mode"`
+		} `json:"search"`
+	}
+
+	patient struct {
+		ID   string `json:"id"`
+		Meta struct {
+			LastUpdated string `json:"lastUpdated"`
+		} `json:"meta"`
+		Name       []humanName    `json:"name"`
+		BirthDate  string         `json:"birthDate"`
+		Gender     string         `json:"gender"`
+		Identifier []identifier   `json:"identifier"`
+		Telecom    []contactPoint `json:"telecom"`
+		Address    []address      `json:"address"`
+	}
+	humanName struct {
+		Use    string   `json:"use"`
+		Text   string   `json:"text"`
+		Family string   `json:"family"`
+		Given  []string `json:"given"`
+	}
+	identifier struct {
+		System string          `json:"system"`
+		Value  string          `json:"value"`
+		Type   codeableConcept `json:"type"`
+	}
+	codeableConcept struct {
+		Coding []coding `json:"coding"`
+		Text   string   `json:"text"`
+	}
+	coding struct {
+		System  string `json:"system"`
+		Code    string `json:"code"`
+		Display string `json:"display"`
+	}
+	contactPoint struct {
+		System string `json:"system"`
+		Value  string `json:"value"`
+		Use    string `json:"use"`
+	}
+	address struct {
+		Line       []string `json:"line"`
+		City       string   `json:"city"`
+		State      string   `json:"state"`
+		PostalCode string   `json:"postalCode"`
+		Country    string   `json:"country"`
+	}
+
+	operationOutcome struct {
+		Issue []struct {
+			Severity    string          `json:"severity"`
+			Code        string          `json:"code"`
+			Diagnostics string          `json:"diagnostics"`
+			Details     codeableConcept `json:"details"`
+		} `json:"issue"`
+	}
+)
+
+// page is one decoded search page.
+type page struct {
+	patients []ehr.Patient
+	next     string // the next link as sent, "" on the last page
+}
+
+// decodeError says, in words fit for a client, why a body is not a usable
+// search answer; err is the cause, for logs.
+type decodeError struct {
+	msg string
+	err error
+}
+
+func (e *decodeError) Error() string { return e.msg }
+func (e *decodeError) Unwrap() error { return e.err }
+
+// decodeBundle reads a search answer: a Bundle whose Patient entries
+// become records of source. Entries of other types (such as the
+// OperationOutcome a server adds with search mode "outcome") are skipped.
+// The error, a *decodeError, names what is wrong.
+func decodeBundle(body []byte, source string) (page, error) {
+	var hdr resourceHeader
+	if err := json.Unmarshal(body, &hdr); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) || !json.Valid(body) {
+			return page{}, &decodeError{"the body is not valid JSON", err}
+		}
+		return page{}, &decodeError{"the body is not a FHIR resource", err}
+	}
+	switch hdr.ResourceType {
+	case "Bundle":
+	case "":
+		return page{}, &decodeError{"the body is not a FHIR resource", nil}
+	case "OperationOutcome":
+		msg := "it is an OperationOutcome, not a Bundle"
+		if text := outcomeText(body); text != "" {
+			msg += ": " + text
+		}
+		return page{}, &decodeError{msg, nil}
+	default:
+		return page{}, &decodeError{fmt.Sprintf("it is a %s, not a Bundle", clipN(hdr.ResourceType, 64)), nil}
+	}
+
+	var b bundle
+	if err := json.Unmarshal(body, &b); err != nil {
+		return page{}, &decodeError{"the Bundle is malformed", err}
+	}
+	pg := page{patients: make([]ehr.Patient, 0, len(b.Entry))}
+	for _, l := range b.Link {
+		if l.Relation == "next" && strings.TrimSpace(l.URL) != "" {
+			pg.next = strings.TrimSpace(l.URL)
+			break
+		}
+	}
+	for i, e := range b.Entry {
+		if m := e.Search.Mode; m == "outcome" || m == "include" {
+			continue
+		}
+		var rh resourceHeader
+		if len(e.Resource) == 0 || json.Unmarshal(e.Resource, &rh) != nil || rh.ResourceType != "Patient" {
+			continue
+		}
+		var p patient
+		if err := json.Unmarshal(e.Resource, &p); err != nil {
+			return page{}, &decodeError{fmt.Sprintf("entry %d is not a valid Patient", i), err}
+		}
+		pg.patients = append(pg.patients, toPatient(p, source))
+	}
+	return pg, nil
+}
+
+// toPatient converts a FHIR Patient into the internal record.
+func toPatient(p patient, source string) ehr.Patient {
+	out := ehr.Patient{
+		ID:        strings.TrimSpace(p.ID),
+		Source:    source,
+		BirthDate: date(p.BirthDate),
+		Gender:    gender(p.Gender),
+	}
+	if n := pickName(p.Name); n != nil {
+		out.Name = convertName(*n)
+	}
+	for _, id := range p.Identifier {
+		if v := strings.TrimSpace(id.Value); v != "" {
+			out.Identifiers = append(out.Identifiers, ehr.Identifier{
+				System: strings.TrimSpace(id.System), Value: v, Type: identifierType(id.Type)})
+		}
+	}
+	for _, t := range p.Telecom {
+		if v := strings.TrimSpace(t.Value); v != "" {
+			out.Telecom = append(out.Telecom, ehr.ContactPoint{
+				System: strings.TrimSpace(t.System), Value: v, Use: strings.TrimSpace(t.Use)})
+		}
+	}
+	for _, a := range p.Address {
+		addr := ehr.Address{
+			Line:       nonEmpty(a.Line),
+			City:       strings.TrimSpace(a.City),
+			State:      strings.TrimSpace(a.State),
+			PostalCode: strings.TrimSpace(a.PostalCode),
+			Country:    strings.TrimSpace(a.Country),
+		}
+		if len(addr.Line) > 0 || addr.City != "" || addr.State != "" || addr.PostalCode != "" || addr.Country != "" {
+			out.Address = append(out.Address, addr)
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(p.Meta.LastUpdated)); err == nil {
+		out.LastUpdated = t.UTC()
+	}
+	return out
+}
+
+// pickName chooses the name to show: the official one, else the first
+// that is not marked old, else the first; names with no text, family or
+// given part are passed over.
+func pickName(names []humanName) *humanName {
+	var first, current *humanName
+	for i := range names {
+		n := &names[i]
+		if strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Family) == "" && len(nonEmpty(n.Given)) == 0 {
+			continue
+		}
+		if n.Use == "official" {
+			return n
+		}
+		if first == nil {
+			first = n
+		}
+		if current == nil && n.Use != "old" {
+			current = n
+		}
+	}
+	if current != nil {
+		return current
+	}
+	return first
+}
+
+func convertName(n humanName) ehr.HumanName {
+	out := ehr.HumanName{
+		Family: strings.TrimSpace(n.Family),
+		Given:  nonEmpty(n.Given),
+		Text:   strings.Join(strings.Fields(n.Text), " "),
+	}
+	if out.Text == "" {
+		out.Text = strings.Join(append(append([]string(nil), out.Given...), out.Family), " ")
+		out.Text = strings.TrimSpace(out.Text)
+	}
+	return out
+}
+
+// identifierType is the code of an identifier's type (v2-0203 "MR" for a
+// medical record number), else its text.
+func identifierType(cc codeableConcept) string {
+	for _, c := range cc.Coding {
+		if code := strings.TrimSpace(c.Code); code != "" {
+			return code
+		}
+	}
+	return strings.TrimSpace(cc.Text)
+}
+
+// date keeps a FHIR date (YYYY, YYYY-MM or YYYY-MM-DD; the date part of a
+// dateTime) and drops anything else.
+func date(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 10 && s[10] == 'T' {
+		s = s[:10]
+	}
+	for _, layout := range []string{time.DateOnly, "2006-01", "2006"} {
+		if len(s) == len(layout) {
+			if _, err := time.Parse(layout, s); err == nil {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func gender(s string) string {
+	switch g := strings.ToLower(strings.TrimSpace(s)); g {
+	case "male", "female", "other", "unknown":
+		return g
+	}
+	return ""
+}
+
+// nonEmpty trims the strings and drops the empty ones (FHIR arrays may hold
+// nulls that only carry extensions).
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// outcomeText is the human text of an OperationOutcome body: for each issue
+// its details text and diagnostics (else a coding's display, else its
+// code), joined and clipped; "" when body is not an OperationOutcome.
+func outcomeText(body []byte) string {
+	var hdr resourceHeader
+	if json.Unmarshal(body, &hdr) != nil || hdr.ResourceType != "OperationOutcome" {
+		return ""
+	}
+	var oo operationOutcome
+	if json.Unmarshal(body, &oo) != nil {
+		return ""
+	}
+	var parts []string
+	seen := make(map[string]bool)
+	add := func(s string) bool {
+		s = clip(s)
+		if s == "" {
+			return false
+		}
+		if !seen[s] {
+			seen[s] = true
+			parts = append(parts, s)
+		}
+		return true
+	}
+	for _, is := range oo.Issue {
+		got := add(is.Details.Text)
+		got = add(is.Diagnostics) || got
+		for _, c := range is.Details.Coding {
+			if got {
+				break
+			}
+			got = add(c.Display)
+		}
+		if !got {
+			add(is.Code)
+		}
+	}
+	return clip(strings.Join(parts, "; "))
+}
+
+func clipN(s string, n int) string {
+	s = clip(s)
+	if len(s) > n {
+		return clip(s[:n])
+	}
+	return s
+}

@@ -1,0 +1,283 @@
+// Package fhir is the FHIR R4 (REST) adapter of the EHR core: it turns an
+// ehr.PatientQuery into Patient search parameters, follows the Bundle's
+// paging links and converts Patient resources into ehr.Patient. FHIR types
+// never leave the package; upstream failures become *core.Error.
+package fhir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+// Doer sends requests to one EHR (ehrhttp.Client implements it).
+type Doer interface {
+	// Name is the EHR system's name, as errors and records show it.
+	Name() string
+	// URL is the absolute URL of path (relative to the EHR's base URL) with
+	// query.
+	URL(path string, query url.Values) string
+	// Do sends req and returns the final response for any HTTP status; it
+	// fails (with a *core.Error) only when no answer came, and refuses URLs
+	// on other hosts than the EHR's.
+	Do(ctx context.Context, req *http.Request) (*http.Response, error)
+}
+
+const (
+	// DefaultSearchEndpoint is the Patient search path when the EHR
+	// systems file names none.
+	DefaultSearchEndpoint = "/Patient"
+	// MaxPageSize is the largest _count asked for one page.
+	MaxPageSize = 100
+	// MaxPages bounds the pages fetched for one search.
+	MaxPages = 20
+	// MaxBodyBytes bounds one response body.
+	MaxBodyBytes = 10 << 20
+	// maxErrorBody bounds the body of a failed request that is read for
+	// its OperationOutcome.
+	maxErrorBody = 1 << 20
+	// maxDetail bounds the upstream text quoted in an error message.
+	maxDetail = 300
+	// contentType is what a FHIR R4 server is asked to answer.
+	contentType = "application/fhir+json"
+)
+
+// Client searches the patients of one FHIR R4 server.
+type Client struct {
+	http     Doer
+	endpoint string
+}
+
+var _ ehr.PatientSearcher = (*Client)(nil)
+
+// New returns a Client that sends its requests through doer to
+// searchEndpoint (DefaultSearchEndpoint when empty).
+func New(doer Doer, searchEndpoint string) *Client {
+	if strings.TrimSpace(searchEndpoint) == "" {
+		searchEndpoint = DefaultSearchEndpoint
+	}
+	return &Client{http: doer, endpoint: searchEndpoint}
+}
+
+// SearchPatients runs q against the server and returns at most q.Max
+// patients (MaxPageSize when q.Max is not positive), following the
+// Bundle's next links for at most MaxPages pages. The result is never nil
+// when err is nil.
+func (c *Client) SearchPatients(ctx context.Context, q ehr.PatientQuery) ([]ehr.Patient, error) {
+	limit := q.Max
+	if limit <= 0 {
+		limit = MaxPageSize
+	}
+	target := c.http.URL(c.endpoint, params(q, min(limit, MaxPageSize)))
+	out := []ehr.Patient{}
+	seenPatient := make(map[string]bool)
+	seenPage := make(map[string]bool)
+	for range MaxPages {
+		if err := ctx.Err(); err != nil {
+			return nil, c.contextError(err)
+		}
+		seenPage[target] = true
+		pg, base, err := c.fetch(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pg.patients {
+			if p.ID != "" {
+				if seenPatient[p.ID] {
+					continue // the same record on two pages
+				}
+				seenPatient[p.ID] = true
+			}
+			out = append(out, p)
+			if len(out) >= limit {
+				return out, nil
+			}
+		}
+		if pg.next == "" {
+			return out, nil
+		}
+		next, err := base.Parse(pg.next)
+		if err != nil || (next.Scheme != "http" && next.Scheme != "https") {
+			return nil, c.badResponse("its next link is not a valid URL", err)
+		}
+		target = next.String()
+		if seenPage[target] {
+			return out, nil // a link loop: what we have is all there is
+		}
+	}
+	return out, nil
+}
+
+// params turns q into FHIR Patient search parameters.
+func params(q ehr.PatientQuery, count int) url.Values {
+	v := url.Values{}
+	set := func(key, value string) {
+		if value = strings.TrimSpace(value); value != "" {
+			v.Set(key, value)
+		}
+	}
+	// Each word of free text is its own name parameter: FHIR matches a
+	// name value against the start of one name part, and repeated
+	// parameters must all match ("Ana Lopez" → name=Ana&name=Lopez).
+	for _, word := range strings.Fields(q.Text) {
+		v.Add("name", word)
+	}
+	set("family", q.Family)
+	set("given", q.Given)
+	set("birthdate", q.BirthDate) // no prefix: eq
+	set("gender", q.Gender)
+	set("identifier", q.Identifier) // system|value passes through
+	set("phone", q.Phone)
+	if !q.UpdatedFrom.IsZero() {
+		v.Add("_lastUpdated", "ge"+q.UpdatedFrom.Format(time.DateOnly))
+	}
+	if !q.UpdatedTo.IsZero() {
+		v.Add("_lastUpdated", "le"+q.UpdatedTo.Format(time.DateOnly))
+	}
+	v.Set("_count", strconv.Itoa(count))
+	return v
+}
+
+// fetch GETs one search page and decodes it; base is the URL the page came
+// from, against which a relative next link resolves.
+func (c *Client) fetch(ctx context.Context, target string) (page, *url.URL, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return page{}, nil, c.upstream("ehr_error", "has an invalid search URL", err)
+	}
+	req.Header.Set("Accept", contentType)
+	resp, err := c.http.Do(ctx, req)
+	if err != nil {
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			return page{}, nil, err
+		}
+		if ctx.Err() != nil {
+			return page{}, nil, c.contextError(ctx.Err())
+		}
+		return page{}, nil, c.upstream("ehr_error", "did not answer", err)
+	}
+	if resp == nil || resp.Body == nil {
+		return page{}, nil, c.upstream("ehr_error", "sent no answer", nil)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+		if err != nil || len(body) > maxErrorBody {
+			body = nil // the status alone tells
+		}
+		return page{}, nil, c.statusError(resp, body)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return page{}, nil, c.contextError(ctx.Err())
+		}
+		return page{}, nil, c.upstream("ehr_error", "broke off its answer", err)
+	}
+	if len(body) > MaxBodyBytes {
+		return page{}, nil, c.badResponse(fmt.Sprintf("it exceeds %d MiB", MaxBodyBytes>>20), nil)
+	}
+	pg, err := decodeBundle(body, c.http.Name())
+	if err != nil {
+		var de *decodeError
+		if errors.As(err, &de) {
+			return page{}, nil, c.badResponse(de.msg, de.err)
+		}
+		return page{}, nil, c.badResponse("it could not be decoded", err)
+	}
+	base := req.URL
+	if resp.Request != nil && resp.Request.URL != nil {
+		base = resp.Request.URL // after redirects
+	}
+	return pg, base, nil
+}
+
+// statusError turns a non-2xx answer into a *core.Error that quotes the
+// OperationOutcome's text, if the body holds one.
+func (c *Client) statusError(resp *http.Response, body []byte) *core.Error {
+	kind, code := core.KindBadGateway, "ehr_error"
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		code = "ehr_unauthorized"
+	case http.StatusTooManyRequests:
+		kind, code = core.KindRateLimited, "rate_limited"
+	case http.StatusGatewayTimeout, http.StatusRequestTimeout:
+		kind, code = core.KindTimeout, "ehr_timeout"
+	}
+	msg := fmt.Sprintf("%s answered HTTP %d", c.http.Name(), resp.StatusCode)
+	if detail := outcomeText(body); detail != "" {
+		msg += ": " + detail
+	}
+	e := &core.Error{Kind: kind, Code: code, Message: msg}
+	if kind == core.KindRateLimited {
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return e
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); 0 when
+// absent or unreadable.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(min(s, 86400)) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return min(t.Sub(now), 24*time.Hour)
+	}
+	return 0
+}
+
+func (c *Client) upstream(code, what string, cause error) *core.Error {
+	return &core.Error{Kind: core.KindBadGateway, Code: code,
+		Message: c.http.Name() + " " + what, Err: cause}
+}
+
+func (c *Client) badResponse(what string, cause error) *core.Error {
+	return &core.Error{Kind: core.KindBadGateway, Code: "ehr_bad_response",
+		Message: c.http.Name() + " sent an invalid search answer: " + what, Err: cause}
+}
+
+func (c *Client) contextError(err error) *core.Error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout",
+			Message: c.http.Name() + " did not answer in time", Err: err}
+	}
+	return c.upstream("ehr_error", "was not searched: the search was cancelled", err)
+}
+
+// clip makes upstream text fit for an error message: invalid UTF-8 is
+// dropped, control and format characters and runs of white space become one
+// space, and it is cut to maxDetail bytes on a rune boundary.
+func clip(s string) string {
+	s = strings.Join(strings.FieldsFunc(strings.ToValidUTF8(s, ""), func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	}), " ")
+	if len(s) <= maxDetail {
+		return s
+	}
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
