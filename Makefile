@@ -12,7 +12,9 @@ run:
 ## test: start/install what the tests need, then run every test (race detector on)
 test: lint check-generated
 	@bash scripts/ensure-services.sh
-	@export VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+	@VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+		MEDPLUM_DIR="$$(bash scripts/install-medplum.sh)" && \
+		export VERSITYGW_BIN MEDPLUM_DIR && \
 		$(GO) test -race -count=1 $(PKGS)
 
 build:
@@ -39,7 +41,9 @@ lint:
 bench:
 	@bash scripts/ensure-services.sh
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; } >&2
-	@export VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+	@VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+		MEDPLUM_DIR="$$(bash scripts/install-medplum.sh)" && \
+		export VERSITYGW_BIN MEDPLUM_DIR && \
 		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench
 
 ## fuzz: a short run of every fuzz target

@@ -119,7 +119,8 @@ type world struct {
 	env       []string
 }
 
-func setup(b *testing.B) *world {
+// setup starts the service; extraEnv adds to (or overrides) its environment.
+func setup(b *testing.B, extraEnv ...string) *world {
 	b.Helper()
 	e := &world{b: b, tmp: b.TempDir(), sha: map[int64]string{}}
 	e.s3cfg = s3test.Start(b)
@@ -161,6 +162,7 @@ func setup(b *testing.B) *world {
 		"CLOUD_STORAGE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"MAX_UPLOAD_BYTES=" + strconv.Itoa(2<<30),
 	}
+	env = append(env, extraEnv...)
 	if e.pprofDir != "" {
 		pa := freeAddr(b)
 		env = append(env, "CAREBRIDGE_BENCH_PPROF_ADDR="+pa)

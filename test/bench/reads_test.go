@@ -291,6 +291,12 @@ func (e *world) wrk(paths []string) (loadResult, error) {
 	if err != nil {
 		return r, err
 	}
+	return parseWrk(out)
+}
+
+// parseWrk reads the CBFIGURES line the scripts print.
+func parseWrk(out []byte) (loadResult, error) {
+	var r loadResult
 	_, line, ok := strings.Cut(string(out), "CBFIGURES ")
 	var durUS, p50, p99 int64
 	if !ok {
