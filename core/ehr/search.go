@@ -90,9 +90,13 @@ const (
 type Service struct {
 	systems []System
 	cache   Cache
+	recent  *recent
 	cfg     Config
 	now     func() time.Time
 }
+
+// recentEntries bounds the decoded answers kept in process.
+const recentEntries = 256
 
 // NewService returns the gateway over systems (in the order of the EHR
 // systems file, which is also the order of merged sources).
@@ -100,7 +104,7 @@ func NewService(systems []System, cache Cache, cfg Config) *Service {
 	if cfg.MaxPerSystem <= 0 {
 		cfg.MaxPerSystem = defaultMaxPerSystem
 	}
-	return &Service{systems: systems, cache: cache, cfg: cfg, now: time.Now}
+	return &Service{systems: systems, cache: cache, recent: newRecent(recentEntries), cfg: cfg, now: time.Now}
 }
 
 // Search validates the request, applies the caller's rate limit, answers
@@ -129,20 +133,21 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	res := &SearchResult{RequestID: newRequestID(), Page: v.page, Limit: v.limit, Sources: []string{}}
 
 	key := cacheKey(actor.Subject, v)
+	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
 	var merged cached
-	if s.cfg.CacheTTL > 0 && len(systems) > 0 {
-		if raw, ok, err := s.cache.Get(ctx, key); err != nil {
-			return nil, fmt.Errorf("search cache: %w", err)
-		} else if ok && json.Unmarshal(raw, &merged) == nil {
-			res.CacheHit = true
+	if caching {
+		if merged, res.CacheHit, err = s.cached(ctx, key); err != nil {
+			return nil, err
 		}
 	}
 	if !res.CacheHit {
 		merged, res.Errors = s.fanOut(ctx, systems, v.query)
-		if len(res.Errors) == 0 && s.cfg.CacheTTL > 0 && len(systems) > 0 {
+		if len(res.Errors) == 0 && caching {
 			if raw, err := json.Marshal(merged); err == nil {
 				// A cache that cannot store only costs the next request a miss.
-				_ = s.cache.Set(ctx, key, raw, s.cfg.CacheTTL)
+				if s.cache.Set(ctx, key, raw, s.cfg.CacheTTL) == nil {
+					s.recent.put(key, merged, start.Add(s.cfg.CacheTTL), start)
+				}
 			}
 		}
 	}
@@ -161,6 +166,25 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	}
 	res.SearchTime = s.now().Sub(start)
 	return res, nil
+}
+
+// cached looks key up: first among the answers decoded in this process,
+// then in the cache port.
+func (s *Service) cached(ctx context.Context, key string) (cached, bool, error) {
+	now := s.now()
+	if c, ok := s.recent.get(key, now); ok {
+		return c, true, nil
+	}
+	raw, ok, err := s.cache.Get(ctx, key)
+	if err != nil {
+		return cached{}, false, fmt.Errorf("search cache: %w", err)
+	}
+	var c cached
+	if !ok || json.Unmarshal(raw, &c) != nil {
+		return cached{}, false, nil
+	}
+	s.recent.put(key, c, now.Add(min(recentFromShared, s.cfg.CacheTTL)), now)
+	return c, true, nil
 }
 
 // limit counts the search against the caller's fixed one-minute window.

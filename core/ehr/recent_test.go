@@ -1,0 +1,51 @@
+package ehr
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestRecent_ExpiresAndStaysBounded(t *testing.T) {
+	now := time.Now()
+	r := newRecent(3)
+	r.put("a", cached{Sources: []string{"x"}}, now.Add(time.Second), now)
+	if c, ok := r.get("a", now); !ok || c.Sources[0] != "x" {
+		t.Fatal("fresh entry missed")
+	}
+	if _, ok := r.get("a", now.Add(time.Second)); ok {
+		t.Fatal("expired entry served")
+	}
+	for i := range 10 {
+		r.put(fmt.Sprint(i), cached{}, now.Add(time.Hour), now)
+	}
+	if len(r.entries) > 3 {
+		t.Fatalf("%d entries, bound 3", len(r.entries))
+	}
+	if _, ok := r.get("9", now); !ok {
+		t.Fatal("the newest entry is not kept")
+	}
+}
+
+func TestSearch_CacheHitInProcessSkipsTheCachePort(t *testing.T) {
+	cache := memCache()
+	s := NewService([]System{sys("a", ehrWith([]Patient{pat("1", "A", "B", "2000-01-01")}, nil))}, cache, Config{CacheTTL: time.Minute})
+	for range 3 {
+		if r, err := s.Search(caller("u"), SearchRequest{Query: "x"}); err != nil || r.TotalCount != 1 {
+			t.Fatalf("%+v %v", r, err)
+		}
+	}
+	if n := len(cache.GetCalls()); n != 1 {
+		t.Fatalf("cache port read %d times; the hits after the first store come from the process", n)
+	}
+	// An answer decoded from the shared cache is trusted in process only briefly.
+	other := NewService([]System{sys("a", ehrWith(nil, nil))}, cache, Config{CacheTTL: time.Minute})
+	clock := time.Now()
+	other.now = func() time.Time { return clock }
+	other.Search(caller("u"), SearchRequest{Query: "x"})
+	clock = clock.Add(recentFromShared + time.Second)
+	other.Search(caller("u"), SearchRequest{Query: "x"})
+	if n := len(cache.GetCalls()); n != 3 {
+		t.Fatalf("cache port read %d times, want 3", n)
+	}
+}
