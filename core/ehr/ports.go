@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-//go:generate go tool moq -rm -out ports_moq_test.go . PatientSearcher Cache
+//go:generate go tool moq -rm -out ports_moq_test.go . PatientSearcher Cache Scheduler
 
 // PatientQuery is a normalised patient search, as each EHR adapter receives
 // it. Empty fields are not searched on.

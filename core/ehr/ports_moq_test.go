@@ -270,3 +270,455 @@ func (mock *CacheMock) SetCalls() []struct {
 	mock.lockSet.RUnlock()
 	return calls
 }
+
+// Ensure, that SchedulerMock does implement Scheduler.
+// If this is not the case, regenerate this file with moq.
+var _ Scheduler = &SchedulerMock{}
+
+// SchedulerMock is a mock implementation of Scheduler.
+//
+//	func TestSomethingThatUsesScheduler(t *testing.T) {
+//
+//		// make and configure a mocked Scheduler
+//		mockedScheduler := &SchedulerMock{
+//			CancelAppointmentFunc: func(ctx context.Context, id string, reason string) (Appointment, error) {
+//				panic("mock out the CancelAppointment method")
+//			},
+//			CreateAppointmentFunc: func(ctx context.Context, a Appointment) (Appointment, error) {
+//				panic("mock out the CreateAppointment method")
+//			},
+//			FreePeriodsFunc: func(ctx context.Context, agentID string, from time.Time, to time.Time) ([]Period, error) {
+//				panic("mock out the FreePeriods method")
+//			},
+//			GetAgentFunc: func(ctx context.Context, id string) (Agent, error) {
+//				panic("mock out the GetAgent method")
+//			},
+//			GetAppointmentFunc: func(ctx context.Context, id string) (Appointment, error) {
+//				panic("mock out the GetAppointment method")
+//			},
+//			ListAgentsFunc: func(ctx context.Context, f AgentFilter) (Page[Agent], error) {
+//				panic("mock out the ListAgents method")
+//			},
+//			ListAppointmentsFunc: func(ctx context.Context, f AppointmentFilter) (Page[Appointment], error) {
+//				panic("mock out the ListAppointments method")
+//			},
+//			RescheduleAppointmentFunc: func(ctx context.Context, id string, start time.Time, end time.Time) (Appointment, error) {
+//				panic("mock out the RescheduleAppointment method")
+//			},
+//		}
+//
+//		// use mockedScheduler in code that requires Scheduler
+//		// and then make assertions.
+//
+//	}
+type SchedulerMock struct {
+	// CancelAppointmentFunc mocks the CancelAppointment method.
+	CancelAppointmentFunc func(ctx context.Context, id string, reason string) (Appointment, error)
+
+	// CreateAppointmentFunc mocks the CreateAppointment method.
+	CreateAppointmentFunc func(ctx context.Context, a Appointment) (Appointment, error)
+
+	// FreePeriodsFunc mocks the FreePeriods method.
+	FreePeriodsFunc func(ctx context.Context, agentID string, from time.Time, to time.Time) ([]Period, error)
+
+	// GetAgentFunc mocks the GetAgent method.
+	GetAgentFunc func(ctx context.Context, id string) (Agent, error)
+
+	// GetAppointmentFunc mocks the GetAppointment method.
+	GetAppointmentFunc func(ctx context.Context, id string) (Appointment, error)
+
+	// ListAgentsFunc mocks the ListAgents method.
+	ListAgentsFunc func(ctx context.Context, f AgentFilter) (Page[Agent], error)
+
+	// ListAppointmentsFunc mocks the ListAppointments method.
+	ListAppointmentsFunc func(ctx context.Context, f AppointmentFilter) (Page[Appointment], error)
+
+	// RescheduleAppointmentFunc mocks the RescheduleAppointment method.
+	RescheduleAppointmentFunc func(ctx context.Context, id string, start time.Time, end time.Time) (Appointment, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// CancelAppointment holds details about calls to the CancelAppointment method.
+		CancelAppointment []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// Reason is the reason argument value.
+			Reason string
+		}
+		// CreateAppointment holds details about calls to the CreateAppointment method.
+		CreateAppointment []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// A is the a argument value.
+			A Appointment
+		}
+		// FreePeriods holds details about calls to the FreePeriods method.
+		FreePeriods []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// AgentID is the agentID argument value.
+			AgentID string
+			// From is the from argument value.
+			From time.Time
+			// To is the to argument value.
+			To time.Time
+		}
+		// GetAgent holds details about calls to the GetAgent method.
+		GetAgent []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+		}
+		// GetAppointment holds details about calls to the GetAppointment method.
+		GetAppointment []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+		}
+		// ListAgents holds details about calls to the ListAgents method.
+		ListAgents []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// F is the f argument value.
+			F AgentFilter
+		}
+		// ListAppointments holds details about calls to the ListAppointments method.
+		ListAppointments []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// F is the f argument value.
+			F AppointmentFilter
+		}
+		// RescheduleAppointment holds details about calls to the RescheduleAppointment method.
+		RescheduleAppointment []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// Start is the start argument value.
+			Start time.Time
+			// End is the end argument value.
+			End time.Time
+		}
+	}
+	lockCancelAppointment     sync.RWMutex
+	lockCreateAppointment     sync.RWMutex
+	lockFreePeriods           sync.RWMutex
+	lockGetAgent              sync.RWMutex
+	lockGetAppointment        sync.RWMutex
+	lockListAgents            sync.RWMutex
+	lockListAppointments      sync.RWMutex
+	lockRescheduleAppointment sync.RWMutex
+}
+
+// CancelAppointment calls CancelAppointmentFunc.
+func (mock *SchedulerMock) CancelAppointment(ctx context.Context, id string, reason string) (Appointment, error) {
+	if mock.CancelAppointmentFunc == nil {
+		panic("SchedulerMock.CancelAppointmentFunc: method is nil but Scheduler.CancelAppointment was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		ID     string
+		Reason string
+	}{
+		Ctx:    ctx,
+		ID:     id,
+		Reason: reason,
+	}
+	mock.lockCancelAppointment.Lock()
+	mock.calls.CancelAppointment = append(mock.calls.CancelAppointment, callInfo)
+	mock.lockCancelAppointment.Unlock()
+	return mock.CancelAppointmentFunc(ctx, id, reason)
+}
+
+// CancelAppointmentCalls gets all the calls that were made to CancelAppointment.
+// Check the length with:
+//
+//	len(mockedScheduler.CancelAppointmentCalls())
+func (mock *SchedulerMock) CancelAppointmentCalls() []struct {
+	Ctx    context.Context
+	ID     string
+	Reason string
+} {
+	var calls []struct {
+		Ctx    context.Context
+		ID     string
+		Reason string
+	}
+	mock.lockCancelAppointment.RLock()
+	calls = mock.calls.CancelAppointment
+	mock.lockCancelAppointment.RUnlock()
+	return calls
+}
+
+// CreateAppointment calls CreateAppointmentFunc.
+func (mock *SchedulerMock) CreateAppointment(ctx context.Context, a Appointment) (Appointment, error) {
+	if mock.CreateAppointmentFunc == nil {
+		panic("SchedulerMock.CreateAppointmentFunc: method is nil but Scheduler.CreateAppointment was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		A   Appointment
+	}{
+		Ctx: ctx,
+		A:   a,
+	}
+	mock.lockCreateAppointment.Lock()
+	mock.calls.CreateAppointment = append(mock.calls.CreateAppointment, callInfo)
+	mock.lockCreateAppointment.Unlock()
+	return mock.CreateAppointmentFunc(ctx, a)
+}
+
+// CreateAppointmentCalls gets all the calls that were made to CreateAppointment.
+// Check the length with:
+//
+//	len(mockedScheduler.CreateAppointmentCalls())
+func (mock *SchedulerMock) CreateAppointmentCalls() []struct {
+	Ctx context.Context
+	A   Appointment
+} {
+	var calls []struct {
+		Ctx context.Context
+		A   Appointment
+	}
+	mock.lockCreateAppointment.RLock()
+	calls = mock.calls.CreateAppointment
+	mock.lockCreateAppointment.RUnlock()
+	return calls
+}
+
+// FreePeriods calls FreePeriodsFunc.
+func (mock *SchedulerMock) FreePeriods(ctx context.Context, agentID string, from time.Time, to time.Time) ([]Period, error) {
+	if mock.FreePeriodsFunc == nil {
+		panic("SchedulerMock.FreePeriodsFunc: method is nil but Scheduler.FreePeriods was just called")
+	}
+	callInfo := struct {
+		Ctx     context.Context
+		AgentID string
+		From    time.Time
+		To      time.Time
+	}{
+		Ctx:     ctx,
+		AgentID: agentID,
+		From:    from,
+		To:      to,
+	}
+	mock.lockFreePeriods.Lock()
+	mock.calls.FreePeriods = append(mock.calls.FreePeriods, callInfo)
+	mock.lockFreePeriods.Unlock()
+	return mock.FreePeriodsFunc(ctx, agentID, from, to)
+}
+
+// FreePeriodsCalls gets all the calls that were made to FreePeriods.
+// Check the length with:
+//
+//	len(mockedScheduler.FreePeriodsCalls())
+func (mock *SchedulerMock) FreePeriodsCalls() []struct {
+	Ctx     context.Context
+	AgentID string
+	From    time.Time
+	To      time.Time
+} {
+	var calls []struct {
+		Ctx     context.Context
+		AgentID string
+		From    time.Time
+		To      time.Time
+	}
+	mock.lockFreePeriods.RLock()
+	calls = mock.calls.FreePeriods
+	mock.lockFreePeriods.RUnlock()
+	return calls
+}
+
+// GetAgent calls GetAgentFunc.
+func (mock *SchedulerMock) GetAgent(ctx context.Context, id string) (Agent, error) {
+	if mock.GetAgentFunc == nil {
+		panic("SchedulerMock.GetAgentFunc: method is nil but Scheduler.GetAgent was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  string
+	}{
+		Ctx: ctx,
+		ID:  id,
+	}
+	mock.lockGetAgent.Lock()
+	mock.calls.GetAgent = append(mock.calls.GetAgent, callInfo)
+	mock.lockGetAgent.Unlock()
+	return mock.GetAgentFunc(ctx, id)
+}
+
+// GetAgentCalls gets all the calls that were made to GetAgent.
+// Check the length with:
+//
+//	len(mockedScheduler.GetAgentCalls())
+func (mock *SchedulerMock) GetAgentCalls() []struct {
+	Ctx context.Context
+	ID  string
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  string
+	}
+	mock.lockGetAgent.RLock()
+	calls = mock.calls.GetAgent
+	mock.lockGetAgent.RUnlock()
+	return calls
+}
+
+// GetAppointment calls GetAppointmentFunc.
+func (mock *SchedulerMock) GetAppointment(ctx context.Context, id string) (Appointment, error) {
+	if mock.GetAppointmentFunc == nil {
+		panic("SchedulerMock.GetAppointmentFunc: method is nil but Scheduler.GetAppointment was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  string
+	}{
+		Ctx: ctx,
+		ID:  id,
+	}
+	mock.lockGetAppointment.Lock()
+	mock.calls.GetAppointment = append(mock.calls.GetAppointment, callInfo)
+	mock.lockGetAppointment.Unlock()
+	return mock.GetAppointmentFunc(ctx, id)
+}
+
+// GetAppointmentCalls gets all the calls that were made to GetAppointment.
+// Check the length with:
+//
+//	len(mockedScheduler.GetAppointmentCalls())
+func (mock *SchedulerMock) GetAppointmentCalls() []struct {
+	Ctx context.Context
+	ID  string
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  string
+	}
+	mock.lockGetAppointment.RLock()
+	calls = mock.calls.GetAppointment
+	mock.lockGetAppointment.RUnlock()
+	return calls
+}
+
+// ListAgents calls ListAgentsFunc.
+func (mock *SchedulerMock) ListAgents(ctx context.Context, f AgentFilter) (Page[Agent], error) {
+	if mock.ListAgentsFunc == nil {
+		panic("SchedulerMock.ListAgentsFunc: method is nil but Scheduler.ListAgents was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		F   AgentFilter
+	}{
+		Ctx: ctx,
+		F:   f,
+	}
+	mock.lockListAgents.Lock()
+	mock.calls.ListAgents = append(mock.calls.ListAgents, callInfo)
+	mock.lockListAgents.Unlock()
+	return mock.ListAgentsFunc(ctx, f)
+}
+
+// ListAgentsCalls gets all the calls that were made to ListAgents.
+// Check the length with:
+//
+//	len(mockedScheduler.ListAgentsCalls())
+func (mock *SchedulerMock) ListAgentsCalls() []struct {
+	Ctx context.Context
+	F   AgentFilter
+} {
+	var calls []struct {
+		Ctx context.Context
+		F   AgentFilter
+	}
+	mock.lockListAgents.RLock()
+	calls = mock.calls.ListAgents
+	mock.lockListAgents.RUnlock()
+	return calls
+}
+
+// ListAppointments calls ListAppointmentsFunc.
+func (mock *SchedulerMock) ListAppointments(ctx context.Context, f AppointmentFilter) (Page[Appointment], error) {
+	if mock.ListAppointmentsFunc == nil {
+		panic("SchedulerMock.ListAppointmentsFunc: method is nil but Scheduler.ListAppointments was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		F   AppointmentFilter
+	}{
+		Ctx: ctx,
+		F:   f,
+	}
+	mock.lockListAppointments.Lock()
+	mock.calls.ListAppointments = append(mock.calls.ListAppointments, callInfo)
+	mock.lockListAppointments.Unlock()
+	return mock.ListAppointmentsFunc(ctx, f)
+}
+
+// ListAppointmentsCalls gets all the calls that were made to ListAppointments.
+// Check the length with:
+//
+//	len(mockedScheduler.ListAppointmentsCalls())
+func (mock *SchedulerMock) ListAppointmentsCalls() []struct {
+	Ctx context.Context
+	F   AppointmentFilter
+} {
+	var calls []struct {
+		Ctx context.Context
+		F   AppointmentFilter
+	}
+	mock.lockListAppointments.RLock()
+	calls = mock.calls.ListAppointments
+	mock.lockListAppointments.RUnlock()
+	return calls
+}
+
+// RescheduleAppointment calls RescheduleAppointmentFunc.
+func (mock *SchedulerMock) RescheduleAppointment(ctx context.Context, id string, start time.Time, end time.Time) (Appointment, error) {
+	if mock.RescheduleAppointmentFunc == nil {
+		panic("SchedulerMock.RescheduleAppointmentFunc: method is nil but Scheduler.RescheduleAppointment was just called")
+	}
+	callInfo := struct {
+		Ctx   context.Context
+		ID    string
+		Start time.Time
+		End   time.Time
+	}{
+		Ctx:   ctx,
+		ID:    id,
+		Start: start,
+		End:   end,
+	}
+	mock.lockRescheduleAppointment.Lock()
+	mock.calls.RescheduleAppointment = append(mock.calls.RescheduleAppointment, callInfo)
+	mock.lockRescheduleAppointment.Unlock()
+	return mock.RescheduleAppointmentFunc(ctx, id, start, end)
+}
+
+// RescheduleAppointmentCalls gets all the calls that were made to RescheduleAppointment.
+// Check the length with:
+//
+//	len(mockedScheduler.RescheduleAppointmentCalls())
+func (mock *SchedulerMock) RescheduleAppointmentCalls() []struct {
+	Ctx   context.Context
+	ID    string
+	Start time.Time
+	End   time.Time
+} {
+	var calls []struct {
+		Ctx   context.Context
+		ID    string
+		Start time.Time
+		End   time.Time
+	}
+	mock.lockRescheduleAppointment.RLock()
+	calls = mock.calls.RescheduleAppointment
+	mock.lockRescheduleAppointment.RUnlock()
+	return calls
+}
