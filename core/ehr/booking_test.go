@@ -1,0 +1,423 @@
+package ehr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// calendar is an in-memory Scheduler through the moq mock: agents free
+// every day from 08:00 to 18:00 local time, less booked appointments.
+type calendar struct {
+	*SchedulerMock
+	mu    sync.Mutex
+	appts map[string]Appointment
+}
+
+func newCalendar(agents ...Agent) *calendar {
+	c := &calendar{appts: map[string]Appointment{}}
+	byID := map[string]Agent{}
+	for _, a := range agents {
+		byID[a.ID] = a
+	}
+	c.SchedulerMock = &SchedulerMock{
+		GetAgentFunc: func(_ context.Context, id string) (Agent, error) {
+			if a, ok := byID[id]; ok {
+				return a, nil
+			}
+			return Agent{}, ErrAgentNotFound
+		},
+		FreePeriodsFunc: func(_ context.Context, id string, from, to time.Time) ([]Period, error) {
+			loc, _ := time.LoadLocation(byID[id].Timezone)
+			var free []Period
+			for d := from.In(loc).AddDate(0, 0, -1); d.Before(to); d = d.AddDate(0, 0, 1) {
+				free = append(free, Period{time.Date(d.Year(), d.Month(), d.Day(), 8, 0, 0, 0, loc), time.Date(d.Year(), d.Month(), d.Day(), 18, 0, 0, 0, loc)})
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			var out []Period
+			for _, p := range free {
+				out = append(out, subtract(p, c.appts, id)...)
+			}
+			return out, nil
+		},
+		CreateAppointmentFunc: func(_ context.Context, a Appointment) (Appointment, error) {
+			time.Sleep(5 * time.Millisecond) // a booking takes a moment: races would show
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			a.ID = fmt.Sprint("appt-", len(c.appts)+1)
+			a.ExternalID, a.Source = a.ID, "test"
+			c.appts[a.ID] = a
+			return a, nil
+		},
+		GetAppointmentFunc: func(_ context.Context, id string) (Appointment, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if a, ok := c.appts[id]; ok {
+				return a, nil
+			}
+			return Appointment{}, ErrAppointmentNotFound
+		},
+		CancelAppointmentFunc: func(_ context.Context, id, reason string) (Appointment, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			a := c.appts[id]
+			a.Status = StatusCancelled
+			c.appts[id] = a
+			return a, nil
+		},
+		RescheduleAppointmentFunc: func(_ context.Context, id string, start, end time.Time) (Appointment, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			a := c.appts[id]
+			a.Start, a.End = start, end
+			c.appts[id] = a
+			return a, nil
+		},
+	}
+	return c
+}
+
+// subtract removes the agent's active appointments from p.
+func subtract(p Period, appts map[string]Appointment, agent string) []Period {
+	out := []Period{p}
+	for _, a := range appts {
+		if a.AgentID != agent || a.Status == StatusCancelled {
+			continue
+		}
+		var next []Period
+		for _, q := range out {
+			if !a.Start.Before(q.End) || !a.End.After(q.Start) {
+				next = append(next, q)
+				continue
+			}
+			if a.Start.After(q.Start) {
+				next = append(next, Period{q.Start, a.Start})
+			}
+			if a.End.Before(q.End) {
+				next = append(next, Period{a.End, q.End})
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func mutexLocker() *LockerMock {
+	var mu sync.Mutex
+	return &LockerMock{WithLockFunc: func(ctx context.Context, _ string, fn func(context.Context) error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fn(ctx)
+	}}
+}
+
+func memIdempotency() *IdempotencyStoreMock {
+	var mu sync.Mutex
+	type entry struct {
+		fp   string
+		out  []byte
+		done bool
+	}
+	m := map[string]*entry{}
+	return &IdempotencyStoreMock{
+		ClaimFunc: func(_ context.Context, sub, key, fp string) ([]byte, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			e, ok := m[sub+"\x00"+key]
+			switch {
+			case !ok:
+				m[sub+"\x00"+key] = &entry{fp: fp}
+				return nil, false, nil
+			case e.fp != fp:
+				return nil, false, ErrIdempotencyKeyReused
+			case !e.done:
+				return nil, false, ErrIdempotencyInProgress
+			}
+			return e.out, true, nil
+		},
+		CompleteFunc: func(_ context.Context, sub, key string, out []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			e := m[sub+"\x00"+key]
+			e.out, e.done = out, true
+			return nil
+		},
+		ReleaseFunc: func(_ context.Context, sub, key string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			delete(m, sub+"\x00"+key)
+			return nil
+		},
+	}
+}
+
+var (
+	chicago = Agent{ID: "dr-1", Name: "Dr One", Timezone: "America/Chicago"}
+	newYork = Agent{ID: "dr-ny", Name: "Dr NY", Timezone: "America/New_York"}
+	nowTest = time.Date(2030, 3, 1, 12, 0, 0, 0, time.UTC)
+)
+
+func integration(c *calendar) *Integration {
+	s := NewIntegration(c, mutexLocker(), memIdempotency())
+	s.now = func() time.Time { return nowTest }
+	return s
+}
+
+func request(start, end string) BookingRequest {
+	return BookingRequest{AgentID: "dr-1", Start: start, End: end, Reason: "check-up",
+		Patient: PatientContact{FirstName: "Ana", LastName: "Lopez", DateOfBirth: "1980-02-01", Email: "ana@example.com"}}
+}
+
+func TestBook_ChecksTheRequest(t *testing.T) {
+	ok := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	tests := []struct {
+		name, mention string
+		edit          func(*BookingRequest)
+	}{
+		{"start in the past", "start must be in the future", func(r *BookingRequest) { r.Start, r.End = "2030-02-01T09:00:00-06:00", "2030-02-01T09:30:00-06:00" }},
+		{"start without offset", "start must be an RFC 3339", func(r *BookingRequest) { r.Start = "2030-03-04 09:00" }},
+		{"end before start", "end must be after start", func(r *BookingRequest) { r.End = "2030-03-04T08:00:00-06:00" }},
+		{"shorter than 5 minutes", "at least 5 minutes", func(r *BookingRequest) { r.End = "2030-03-04T09:04:00-06:00" }},
+		{"longer than 8 hours", "at most 8 hours", func(r *BookingRequest) { r.End = "2030-03-04T17:01:00-06:00" }},
+		{"end and duration", "exclusive", func(r *BookingRequest) { r.DurationMinutes = 30 }},
+		{"neither end nor duration", "durationMinutes is required", func(r *BookingRequest) { r.End = "" }},
+		{"no agent", "agentId is required", func(r *BookingRequest) { r.AgentID = " " }},
+		{"no first name", "patient.firstName is required", func(r *BookingRequest) { r.Patient.FirstName = "" }},
+		{"no last name", "patient.lastName is required", func(r *BookingRequest) { r.Patient.LastName = "" }},
+		{"birth date in the future", "dateOfBirth must be in the past", func(r *BookingRequest) { r.Patient.DateOfBirth = "2031-01-01" }},
+		{"birth date not a date", "dateOfBirth must be a date", func(r *BookingRequest) { r.Patient.DateOfBirth = "01/02/1980" }},
+		{"bad e-mail", "patient.email", func(r *BookingRequest) { r.Patient.Email = "ana@" }},
+		{"no contact", "valid email or phone", func(r *BookingRequest) { r.Patient.Email = "" }},
+		{"bad phone", "patient.phone", func(r *BookingRequest) { r.Patient.Email, r.Patient.Phone = "", "call me" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCalendar(chicago)
+			r := ok
+			tt.edit(&r)
+			_, err := integration(c).Book(caller("u"), r)
+			if !errors.Is(err, ErrInvalidAppointment) || !strings.Contains(err.Error(), tt.mention) {
+				t.Fatalf("got %v, want validation naming %q", err, tt.mention)
+			}
+			if len(c.CreateAppointmentCalls()) != 0 {
+				t.Fatal("an invalid request was booked")
+			}
+		})
+	}
+	r := ok
+	r.End, r.DurationMinutes, r.Patient.Email, r.Patient.Phone = "", 45, "", "+1 512 555 0100"
+	b, err := integration(newCalendar(chicago)).Book(caller("u"), r)
+	if err != nil || b.Appointment.End.Sub(b.Appointment.Start) != 45*time.Minute || b.Appointment.Status != StatusBooked {
+		t.Fatalf("duration booking: %+v %v", b, err)
+	}
+}
+
+func TestBook_AgentMustExistAndBeFree(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T10:00:00-06:00")
+	if _, err := s.Book(caller("u"), r); err != nil {
+		t.Fatal(err)
+	}
+	overlap := request("2030-03-04T09:30:00-06:00", "2030-03-04T10:30:00-06:00")
+	if _, err := s.Book(caller("u"), overlap); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatalf("overlapping booking: %v", err)
+	}
+	evening := request("2030-03-04T17:30:00-06:00", "2030-03-04T18:30:00-06:00")
+	if _, err := s.Book(caller("u"), evening); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatalf("booking past the working day: %v", err)
+	}
+	unknown := r
+	unknown.AgentID = "dr-404"
+	if _, err := s.Book(caller("u"), unknown); !errors.Is(err, ErrAgentNotFound) {
+		t.Fatalf("unknown agent: %v", err)
+	}
+	if len(c.CreateAppointmentCalls()) != 1 {
+		t.Fatalf("%d bookings", len(c.CreateAppointmentCalls()))
+	}
+}
+
+func TestBook_ConcurrentBookingsOfTheSameTimeGiveOneAppointment(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Book(caller(fmt.Sprint("u", i)), request("2030-03-04T11:00:00-06:00", "2030-03-04T11:30:00-06:00"))
+		}()
+	}
+	wg.Wait()
+	ok, conflicts := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrAgentUnavailable):
+			conflicts++
+		}
+	}
+	if ok != 1 || conflicts != 7 || len(c.appts) != 1 {
+		t.Fatalf("%d booked, %d conflicts, %d appointments", ok, conflicts, len(c.appts))
+	}
+}
+
+func TestBook_IdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	r := request("2030-03-04T13:00:00-06:00", "2030-03-04T13:30:00-06:00")
+	r.IdempotencyKey = "key-1"
+	first, err := s.Book(caller("u"), r)
+	if err != nil || first.Replayed {
+		t.Fatal(err)
+	}
+	again, err := s.Book(caller("u"), r)
+	if err != nil || !again.Replayed || again.Appointment.ID != first.Appointment.ID || len(c.CreateAppointmentCalls()) != 1 {
+		t.Fatalf("replay: %+v %v, %d bookings", again, err, len(c.CreateAppointmentCalls()))
+	}
+	other := r
+	other.Reason = "something else"
+	if _, err := s.Book(caller("u"), other); !errors.Is(err, ErrIdempotencyKeyReused) {
+		t.Fatalf("reused key: %v", err)
+	}
+	if _, err := s.Book(caller("someone-else"), r); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatalf("another caller's same key is a new request: %v", err)
+	}
+
+	// A refused first answer is replayed as refused.
+	busy := r
+	busy.IdempotencyKey = "key-2"
+	if _, err := s.Book(caller("u"), busy); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatal(err)
+	}
+	delete(c.appts, first.Appointment.ID) // the time frees up
+	if b, err := s.Book(caller("u"), busy); !errors.Is(err, ErrAgentUnavailable) || !b.Replayed {
+		t.Fatalf("the first answer was 409; the repeat got %+v %v", b, err)
+	}
+
+	// An upstream failure is not stored: the same key may try again.
+	c.CreateAppointmentFunc = func(context.Context, Appointment) (Appointment, error) {
+		return Appointment{}, &core.Error{Kind: core.KindBadGateway, Code: "ehr_error", Message: "down"}
+	}
+	retry := request("2030-03-05T09:00:00-06:00", "2030-03-05T09:30:00-06:00")
+	retry.IdempotencyKey = "key-3"
+	if _, err := s.Book(caller("u"), retry); core.KindOf(err) != core.KindBadGateway {
+		t.Fatal(err)
+	}
+	if len(s.idem.(*IdempotencyStoreMock).ReleaseCalls()) != 1 {
+		t.Fatal("the key of a failed upstream call was kept")
+	}
+	if _, err := s.Book(caller("u"), BookingRequest{IdempotencyKey: "bad key"}); !errors.Is(err, ErrInvalidIdempotencyKey) {
+		t.Fatalf("bad key: %v", err)
+	}
+}
+
+func TestCancelAndReschedule(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	b, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T10:00:00-06:00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := b.Appointment.ID
+	// Moving within its own time is fine: its own slot counts as free.
+	moved, err := s.Reschedule(caller("u"), id, "2030-03-04T09:30:00-06:00", "2030-03-04T10:30:00-06:00")
+	if err != nil || !moved.Start.Equal(time.Date(2030, 3, 4, 15, 30, 0, 0, time.UTC)) {
+		t.Fatalf("reschedule: %+v %v", moved, err)
+	}
+	other, _ := s.Book(caller("u"), request("2030-03-04T11:00:00-06:00", "2030-03-04T12:00:00-06:00"))
+	if _, err := s.Reschedule(caller("u"), id, "2030-03-04T11:00:00-06:00", "2030-03-04T11:30:00-06:00"); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatalf("onto another appointment: %v", err)
+	}
+	if _, err := s.Reschedule(caller("u"), id, "2030-03-04T11:00:00-06:00", "2030-03-04T10:00:00-06:00"); !errors.Is(err, ErrInvalidAppointment) {
+		t.Fatalf("end before start: %v", err)
+	}
+	if a, err := s.Cancel(caller("u"), other.Appointment.ID, "sick"); err != nil || a.Status != StatusCancelled {
+		t.Fatalf("cancel: %+v %v", a, err)
+	}
+	if _, err := s.Cancel(caller("u"), other.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) {
+		t.Fatalf("second cancel: %v", err)
+	}
+	if _, err := s.Reschedule(caller("u"), other.Appointment.ID, "2030-03-05T09:00:00-06:00", "2030-03-05T09:30:00-06:00"); !errors.Is(err, ErrAlreadyCancelled) {
+		t.Fatalf("reschedule a cancelled one: %v", err)
+	}
+	if _, err := s.Cancel(caller("u"), "nope", ""); !errors.Is(err, ErrAppointmentNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+}
+
+func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
+	c := newCalendar(newYork)
+	// A calendar free all day, every day, to count the hours of a day.
+	c.FreePeriodsFunc = func(_ context.Context, _ string, from, to time.Time) ([]Period, error) {
+		return []Period{{from.Add(-time.Hour), to.Add(time.Hour)}}, nil
+	}
+	s := integration(c)
+	for _, tt := range []struct {
+		day   string
+		slots int
+	}{
+		{"2030-03-10", 46}, // spring forward: a 23-hour day
+		{"2030-11-03", 50}, // fall back: a 25-hour day
+		{"2030-06-01", 48},
+	} {
+		a, err := s.Availability(caller("u"), "dr-ny", tt.day, tt.day, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Slots) != tt.slots || a.Timezone != "America/New_York" {
+			t.Fatalf("%s: %d slots in %s, want %d", tt.day, len(a.Slots), a.Timezone, tt.slots)
+		}
+		first := a.Slots[0].Start
+		if first.Location().String() != "America/New_York" || first.Hour() != 0 || first.Format("2006-01-02") != tt.day {
+			t.Fatalf("%s: first slot %v", tt.day, first)
+		}
+	}
+	spring, _ := s.Availability(caller("u"), "dr-ny", "2030-03-10", "2030-03-10", 60)
+	if got := spring.Slots[2].Start.Format(time.RFC3339); got != "2030-03-10T03:00:00-04:00" {
+		t.Fatalf("third hour of the spring-forward day starts %s", got)
+	}
+
+	for _, bad := range [][3]string{{"2030-03-10", "2030-04-11", "30"}, {"2030-03-10", "2030-03-09", "30"}, {"10/03/2030", "2030-03-10", "30"}, {"2030-03-10", "2030-03-10", "2"}} {
+		var minutes int
+		fmt.Sscan(bad[2], &minutes)
+		if _, err := s.Availability(caller("u"), "dr-ny", bad[0], bad[1], minutes); !errors.Is(err, ErrInvalidAppointment) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+	if _, err := s.Availability(caller("u"), "dr-x", "2030-03-10", "2030-03-10", 30); !errors.Is(err, ErrAgentNotFound) {
+		t.Fatalf("unknown agent: %v", err)
+	}
+}
+
+func TestSlots_CutsMergedFreeTime(t *testing.T) {
+	at := func(h, m int) time.Time { return time.Date(2030, 1, 1, h, m, 0, 0, time.UTC) }
+	free := []Period{{at(9, 0), at(10, 0)}, {at(10, 0), at(10, 45)}, {at(13, 10), at(13, 50)}, {at(7, 0), at(8, 0)}}
+	slots := Slots(free, at(8, 0), at(14, 0), 30*time.Minute, time.UTC)
+	var got []string
+	for _, s := range slots {
+		got = append(got, s.Start.Format("15:04"))
+	}
+	if strings.Join(got, " ") != "09:00 09:30 10:00 13:10" {
+		t.Fatalf("slots %v", got)
+	}
+}
+
+func TestIntegration_WithoutAnEHR(t *testing.T) {
+	s := NewIntegration(nil, mutexLocker(), memIdempotency())
+	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := s.Book(caller("u"), BookingRequest{}); !errors.Is(err, ErrNoIntegration) {
+		t.Fatalf("got %v", err)
+	}
+}
