@@ -875,3 +875,411 @@ func (mock *SearchMock) SearchCalls() []struct {
 	mock.lockSearch.RUnlock()
 	return calls
 }
+
+// Ensure, that IntegrationMock does implement ports.Integration.
+// If this is not the case, regenerate this file with moq.
+var _ ports.Integration = &IntegrationMock{}
+
+// IntegrationMock is a mock implementation of ports.Integration.
+//
+//	func TestSomethingThatUsesIntegration(t *testing.T) {
+//
+//		// make and configure a mocked ports.Integration
+//		mockedIntegration := &IntegrationMock{
+//			AgentFunc: func(ctx context.Context, id string) (ehr.Agent, error) {
+//				panic("mock out the Agent method")
+//			},
+//			AgentsFunc: func(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
+//				panic("mock out the Agents method")
+//			},
+//			AppointmentsFunc: func(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
+//				panic("mock out the Appointments method")
+//			},
+//			AvailabilityFunc: func(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error) {
+//				panic("mock out the Availability method")
+//			},
+//			BookFunc: func(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
+//				panic("mock out the Book method")
+//			},
+//			CancelFunc: func(ctx context.Context, id string, reason string) (ehr.Appointment, error) {
+//				panic("mock out the Cancel method")
+//			},
+//			RescheduleFunc: func(ctx context.Context, id string, start string, end string) (ehr.Appointment, error) {
+//				panic("mock out the Reschedule method")
+//			},
+//		}
+//
+//		// use mockedIntegration in code that requires ports.Integration
+//		// and then make assertions.
+//
+//	}
+type IntegrationMock struct {
+	// AgentFunc mocks the Agent method.
+	AgentFunc func(ctx context.Context, id string) (ehr.Agent, error)
+
+	// AgentsFunc mocks the Agents method.
+	AgentsFunc func(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error)
+
+	// AppointmentsFunc mocks the Appointments method.
+	AppointmentsFunc func(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error)
+
+	// AvailabilityFunc mocks the Availability method.
+	AvailabilityFunc func(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error)
+
+	// BookFunc mocks the Book method.
+	BookFunc func(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error)
+
+	// CancelFunc mocks the Cancel method.
+	CancelFunc func(ctx context.Context, id string, reason string) (ehr.Appointment, error)
+
+	// RescheduleFunc mocks the Reschedule method.
+	RescheduleFunc func(ctx context.Context, id string, start string, end string) (ehr.Appointment, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Agent holds details about calls to the Agent method.
+		Agent []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+		}
+		// Agents holds details about calls to the Agents method.
+		Agents []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// F is the f argument value.
+			F ehr.AgentFilter
+		}
+		// Appointments holds details about calls to the Appointments method.
+		Appointments []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// F is the f argument value.
+			F ehr.AppointmentFilter
+		}
+		// Availability holds details about calls to the Availability method.
+		Availability []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// AgentID is the agentID argument value.
+			AgentID string
+			// From is the from argument value.
+			From string
+			// To is the to argument value.
+			To string
+			// Minutes is the minutes argument value.
+			Minutes int
+		}
+		// Book holds details about calls to the Book method.
+		Book []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// R is the r argument value.
+			R ehr.BookingRequest
+		}
+		// Cancel holds details about calls to the Cancel method.
+		Cancel []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// Reason is the reason argument value.
+			Reason string
+		}
+		// Reschedule holds details about calls to the Reschedule method.
+		Reschedule []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// Start is the start argument value.
+			Start string
+			// End is the end argument value.
+			End string
+		}
+	}
+	lockAgent        sync.RWMutex
+	lockAgents       sync.RWMutex
+	lockAppointments sync.RWMutex
+	lockAvailability sync.RWMutex
+	lockBook         sync.RWMutex
+	lockCancel       sync.RWMutex
+	lockReschedule   sync.RWMutex
+}
+
+// Agent calls AgentFunc.
+func (mock *IntegrationMock) Agent(ctx context.Context, id string) (ehr.Agent, error) {
+	if mock.AgentFunc == nil {
+		panic("IntegrationMock.AgentFunc: method is nil but Integration.Agent was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  string
+	}{
+		Ctx: ctx,
+		ID:  id,
+	}
+	mock.lockAgent.Lock()
+	mock.calls.Agent = append(mock.calls.Agent, callInfo)
+	mock.lockAgent.Unlock()
+	return mock.AgentFunc(ctx, id)
+}
+
+// AgentCalls gets all the calls that were made to Agent.
+// Check the length with:
+//
+//	len(mockedIntegration.AgentCalls())
+func (mock *IntegrationMock) AgentCalls() []struct {
+	Ctx context.Context
+	ID  string
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  string
+	}
+	mock.lockAgent.RLock()
+	calls = mock.calls.Agent
+	mock.lockAgent.RUnlock()
+	return calls
+}
+
+// Agents calls AgentsFunc.
+func (mock *IntegrationMock) Agents(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
+	if mock.AgentsFunc == nil {
+		panic("IntegrationMock.AgentsFunc: method is nil but Integration.Agents was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		F   ehr.AgentFilter
+	}{
+		Ctx: ctx,
+		F:   f,
+	}
+	mock.lockAgents.Lock()
+	mock.calls.Agents = append(mock.calls.Agents, callInfo)
+	mock.lockAgents.Unlock()
+	return mock.AgentsFunc(ctx, f)
+}
+
+// AgentsCalls gets all the calls that were made to Agents.
+// Check the length with:
+//
+//	len(mockedIntegration.AgentsCalls())
+func (mock *IntegrationMock) AgentsCalls() []struct {
+	Ctx context.Context
+	F   ehr.AgentFilter
+} {
+	var calls []struct {
+		Ctx context.Context
+		F   ehr.AgentFilter
+	}
+	mock.lockAgents.RLock()
+	calls = mock.calls.Agents
+	mock.lockAgents.RUnlock()
+	return calls
+}
+
+// Appointments calls AppointmentsFunc.
+func (mock *IntegrationMock) Appointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
+	if mock.AppointmentsFunc == nil {
+		panic("IntegrationMock.AppointmentsFunc: method is nil but Integration.Appointments was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		F   ehr.AppointmentFilter
+	}{
+		Ctx: ctx,
+		F:   f,
+	}
+	mock.lockAppointments.Lock()
+	mock.calls.Appointments = append(mock.calls.Appointments, callInfo)
+	mock.lockAppointments.Unlock()
+	return mock.AppointmentsFunc(ctx, f)
+}
+
+// AppointmentsCalls gets all the calls that were made to Appointments.
+// Check the length with:
+//
+//	len(mockedIntegration.AppointmentsCalls())
+func (mock *IntegrationMock) AppointmentsCalls() []struct {
+	Ctx context.Context
+	F   ehr.AppointmentFilter
+} {
+	var calls []struct {
+		Ctx context.Context
+		F   ehr.AppointmentFilter
+	}
+	mock.lockAppointments.RLock()
+	calls = mock.calls.Appointments
+	mock.lockAppointments.RUnlock()
+	return calls
+}
+
+// Availability calls AvailabilityFunc.
+func (mock *IntegrationMock) Availability(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error) {
+	if mock.AvailabilityFunc == nil {
+		panic("IntegrationMock.AvailabilityFunc: method is nil but Integration.Availability was just called")
+	}
+	callInfo := struct {
+		Ctx     context.Context
+		AgentID string
+		From    string
+		To      string
+		Minutes int
+	}{
+		Ctx:     ctx,
+		AgentID: agentID,
+		From:    from,
+		To:      to,
+		Minutes: minutes,
+	}
+	mock.lockAvailability.Lock()
+	mock.calls.Availability = append(mock.calls.Availability, callInfo)
+	mock.lockAvailability.Unlock()
+	return mock.AvailabilityFunc(ctx, agentID, from, to, minutes)
+}
+
+// AvailabilityCalls gets all the calls that were made to Availability.
+// Check the length with:
+//
+//	len(mockedIntegration.AvailabilityCalls())
+func (mock *IntegrationMock) AvailabilityCalls() []struct {
+	Ctx     context.Context
+	AgentID string
+	From    string
+	To      string
+	Minutes int
+} {
+	var calls []struct {
+		Ctx     context.Context
+		AgentID string
+		From    string
+		To      string
+		Minutes int
+	}
+	mock.lockAvailability.RLock()
+	calls = mock.calls.Availability
+	mock.lockAvailability.RUnlock()
+	return calls
+}
+
+// Book calls BookFunc.
+func (mock *IntegrationMock) Book(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
+	if mock.BookFunc == nil {
+		panic("IntegrationMock.BookFunc: method is nil but Integration.Book was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		R   ehr.BookingRequest
+	}{
+		Ctx: ctx,
+		R:   r,
+	}
+	mock.lockBook.Lock()
+	mock.calls.Book = append(mock.calls.Book, callInfo)
+	mock.lockBook.Unlock()
+	return mock.BookFunc(ctx, r)
+}
+
+// BookCalls gets all the calls that were made to Book.
+// Check the length with:
+//
+//	len(mockedIntegration.BookCalls())
+func (mock *IntegrationMock) BookCalls() []struct {
+	Ctx context.Context
+	R   ehr.BookingRequest
+} {
+	var calls []struct {
+		Ctx context.Context
+		R   ehr.BookingRequest
+	}
+	mock.lockBook.RLock()
+	calls = mock.calls.Book
+	mock.lockBook.RUnlock()
+	return calls
+}
+
+// Cancel calls CancelFunc.
+func (mock *IntegrationMock) Cancel(ctx context.Context, id string, reason string) (ehr.Appointment, error) {
+	if mock.CancelFunc == nil {
+		panic("IntegrationMock.CancelFunc: method is nil but Integration.Cancel was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		ID     string
+		Reason string
+	}{
+		Ctx:    ctx,
+		ID:     id,
+		Reason: reason,
+	}
+	mock.lockCancel.Lock()
+	mock.calls.Cancel = append(mock.calls.Cancel, callInfo)
+	mock.lockCancel.Unlock()
+	return mock.CancelFunc(ctx, id, reason)
+}
+
+// CancelCalls gets all the calls that were made to Cancel.
+// Check the length with:
+//
+//	len(mockedIntegration.CancelCalls())
+func (mock *IntegrationMock) CancelCalls() []struct {
+	Ctx    context.Context
+	ID     string
+	Reason string
+} {
+	var calls []struct {
+		Ctx    context.Context
+		ID     string
+		Reason string
+	}
+	mock.lockCancel.RLock()
+	calls = mock.calls.Cancel
+	mock.lockCancel.RUnlock()
+	return calls
+}
+
+// Reschedule calls RescheduleFunc.
+func (mock *IntegrationMock) Reschedule(ctx context.Context, id string, start string, end string) (ehr.Appointment, error) {
+	if mock.RescheduleFunc == nil {
+		panic("IntegrationMock.RescheduleFunc: method is nil but Integration.Reschedule was just called")
+	}
+	callInfo := struct {
+		Ctx   context.Context
+		ID    string
+		Start string
+		End   string
+	}{
+		Ctx:   ctx,
+		ID:    id,
+		Start: start,
+		End:   end,
+	}
+	mock.lockReschedule.Lock()
+	mock.calls.Reschedule = append(mock.calls.Reschedule, callInfo)
+	mock.lockReschedule.Unlock()
+	return mock.RescheduleFunc(ctx, id, start, end)
+}
+
+// RescheduleCalls gets all the calls that were made to Reschedule.
+// Check the length with:
+//
+//	len(mockedIntegration.RescheduleCalls())
+func (mock *IntegrationMock) RescheduleCalls() []struct {
+	Ctx   context.Context
+	ID    string
+	Start string
+	End   string
+} {
+	var calls []struct {
+		Ctx   context.Context
+		ID    string
+		Start string
+		End   string
+	}
+	mock.lockReschedule.RLock()
+	calls = mock.calls.Reschedule
+	mock.lockReschedule.RUnlock()
+	return calls
+}

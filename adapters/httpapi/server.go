@@ -1,4 +1,4 @@
-//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search
+//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search Integration
 
 // Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
 // middleware and handlers. It calls the use cases through package ports and
@@ -26,12 +26,13 @@ type Authenticator interface {
 
 // Config is what the server needs; app fills it.
 type Config struct {
-	Log      *slog.Logger
-	Auth     Authenticator
-	Storage  ports.Storage
-	Business ports.Business
-	Search   ports.Search
-	Registry *prometheus.Registry
+	Log         *slog.Logger
+	Auth        Authenticator
+	Storage     ports.Storage
+	Business    ports.Business
+	Search      ports.Search
+	Integration ports.Integration
+	Registry    *prometheus.Registry
 	// Ready reports whether the dependencies (database, blob store) answer.
 	Ready              func(ctx context.Context) error
 	MaxUploadBytes     int64
@@ -48,6 +49,7 @@ type Server struct {
 	storage      ports.Storage
 	business     ports.Business
 	searcher     ports.Search
+	integration  ports.Integration
 	ready        func(ctx context.Context) error
 	maxUpload    int64
 	corsOrigins  []string
@@ -64,6 +66,7 @@ func New(cfg Config) *Server {
 		storage:      cfg.Storage,
 		business:     cfg.Business,
 		searcher:     cfg.Search,
+		integration:  cfg.Integration,
 		ready:        cfg.Ready,
 		maxUpload:    cfg.MaxUploadBytes,
 		corsOrigins:  cfg.CORSAllowedOrigins,
@@ -87,6 +90,7 @@ func New(cfg Config) *Server {
 	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
 	r.Handle("/api/v1/search", s.authenticate(http.HandlerFunc(s.search))).Methods(http.MethodPost)
+	s.integrationRoutes(r)
 
 	api := r.PathPrefix("/cloud-blob").Subrouter()
 	api.Use(s.authenticate)

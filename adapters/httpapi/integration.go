@@ -1,0 +1,267 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+func (s *Server) integrationRoutes(r *mux.Router) {
+	auth := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
+	r.Handle("/appointment/customer", auth(s.book)).Methods(http.MethodPost)
+	r.Handle("/appointment", auth(s.listAppointments)).Methods(http.MethodGet)
+	r.Handle("/appointment/customer/{id}/cancel", auth(s.cancelAppointment)).Methods(http.MethodPut)
+	r.Handle("/appointment/{id}/reschedule", auth(s.rescheduleAppointment)).Methods(http.MethodPost)
+	r.Handle("/agents", auth(s.listAgents)).Methods(http.MethodGet)
+	r.Handle("/agents/{id}", auth(s.getAgent)).Methods(http.MethodGet)
+	r.Handle("/agents/{id}/availability", auth(s.availability)).Methods(http.MethodGet)
+}
+
+type appointmentResponse struct {
+	ID         string             `json:"id"`
+	AgentID    string             `json:"agentId"`
+	Start      time.Time          `json:"start"`
+	End        time.Time          `json:"end"`
+	Status     string             `json:"status"`
+	Reason     string             `json:"reason"`
+	LocationID *string            `json:"locationId"`
+	Patient    ehr.PatientContact `json:"patient"`
+	Source     string             `json:"source"`
+	ExternalID string             `json:"externalId"`
+	CreatedAt  *time.Time         `json:"createdAt"`
+	UpdatedAt  *time.Time         `json:"updatedAt"`
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func newAppointmentResponse(a ehr.Appointment) appointmentResponse {
+	return appointmentResponse{
+		ID: a.ID, AgentID: a.AgentID, Start: a.Start, End: a.End, Status: string(a.Status), Reason: a.Reason,
+		LocationID: optional(a.LocationID), Patient: a.Patient, Source: a.Source, ExternalID: a.ExternalID,
+		CreatedAt: optionalTime(a.CreatedAt), UpdatedAt: optionalTime(a.UpdatedAt),
+	}
+}
+
+type agentResponse struct {
+	ID          string   `json:"id"`
+	FirstName   string   `json:"firstName"`
+	LastName    string   `json:"lastName"`
+	Name        string   `json:"name"`
+	Specialty   string   `json:"specialty"`
+	Email       string   `json:"email"`
+	Timezone    string   `json:"timezone"`
+	LocationIDs []string `json:"locationIds"`
+}
+
+func newAgentResponse(a ehr.Agent) agentResponse {
+	ids := a.LocationIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	return agentResponse{ID: a.ID, FirstName: a.FirstName, LastName: a.LastName, Name: a.Name,
+		Specialty: a.Specialty, Email: a.Email, Timezone: a.Timezone, LocationIDs: ids}
+}
+
+type pageResponse[T any] struct {
+	Items      []T `json:"items"`
+	TotalCount int `json:"totalCount"`
+	Page       int `json:"page"`
+	Limit      int `json:"limit"`
+}
+
+func newPage[A, B any](p ehr.Page[A], conv func(A) B) pageResponse[B] {
+	out := pageResponse[B]{Items: make([]B, len(p.Items)), TotalCount: p.TotalCount, Page: p.Page, Limit: p.Limit}
+	for i, it := range p.Items {
+		out.Items[i] = conv(it)
+	}
+	return out
+}
+
+type bookingRequest struct {
+	AgentID         string             `json:"agentId"`
+	Start           string             `json:"start"`
+	End             string             `json:"end"`
+	DurationMinutes int                `json:"durationMinutes"`
+	Reason          string             `json:"reason"`
+	LocationID      string             `json:"locationId"`
+	Patient         ehr.PatientContact `json:"patient"`
+}
+
+func (s *Server) book(w http.ResponseWriter, r *http.Request) {
+	var req bookingRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	b, err := s.integration.Book(r.Context(), ehr.BookingRequest{
+		AgentID: req.AgentID, Start: req.Start, End: req.End, DurationMinutes: req.DurationMinutes,
+		Reason: req.Reason, LocationID: req.LocationID, Patient: req.Patient,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+	})
+	if b.Replayed {
+		w.Header().Set("Idempotency-Replayed", "true")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeSuccess(w, http.StatusCreated, "Appointment created successfully", newAppointmentResponse(b.Appointment))
+}
+
+// query reads the listing parameters; a bad number or time is a 400 naming
+// the parameter.
+type query struct {
+	v    url.Values
+	errs []string
+}
+
+func (q *query) int(name string) int {
+	s := q.v.Get(name)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		q.errs = append(q.errs, name+" must be a whole number")
+	}
+	return n
+}
+
+// time reads an RFC 3339 time, or a date (its midnight, UTC).
+func (q *query) time(name string) time.Time {
+	s := q.v.Get(name)
+	if s == "" {
+		return time.Time{}
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t
+	}
+	q.errs = append(q.errs, name+" must be an RFC 3339 time or a date YYYY-MM-DD")
+	return time.Time{}
+}
+
+func (q *query) err() error {
+	if len(q.errs) == 0 {
+		return nil
+	}
+	return ehr.ErrInvalidAppointment.WithMessage("Validation failed: %s", strings.Join(q.errs, "; "))
+}
+
+func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	f := ehr.AppointmentFilter{
+		AgentID: q.v.Get("agentId"), Status: ehr.AppointmentStatus(q.v.Get("status")),
+		From: q.time("from"), To: q.time("to"), PatientEmail: q.v.Get("patientEmail"),
+		Page: q.int("page"), Limit: q.int("limit"),
+	}
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.integration.Appointments(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeSuccess(w, http.StatusOK, "Appointments fetched successfully", newPage(p, newAppointmentResponse))
+}
+
+func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if r.ContentLength != 0 { // the body, and so the reason, is optional
+		if err := decodeJSON(w, r, &req); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	a, err := s.integration.Cancel(r.Context(), mux.Vars(r)["id"], req.Reason)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeSuccess(w, http.StatusOK, "Appointment cancelled successfully", newAppointmentResponse(a))
+}
+
+func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Start string `json:"start"`
+		End   string `json:"end"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.integration.Reschedule(r.Context(), mux.Vars(r)["id"], req.Start, req.End)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeSuccess(w, http.StatusOK, "Appointment rescheduled successfully", newAppointmentResponse(a))
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	f := ehr.AgentFilter{Name: q.v.Get("name"), Specialty: q.v.Get("specialty"), LocationID: q.v.Get("locationId"),
+		Page: q.int("page"), Limit: q.int("limit")}
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.integration.Agents(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeSuccess(w, http.StatusOK, "Agents fetched successfully", newPage(p, newAgentResponse))
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
+	a, err := s.integration.Agent(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeSuccess(w, http.StatusOK, "Agent fetched successfully", newAgentResponse(a))
+}
+
+type slotResponse struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	minutes := q.int("duration")
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.integration.Availability(r.Context(), mux.Vars(r)["id"], q.v.Get("from"), q.v.Get("to"), minutes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	slots := make([]slotResponse, len(a.Slots))
+	for i, p := range a.Slots {
+		slots[i] = slotResponse{Start: p.Start, End: p.End}
+	}
+	writeSuccess(w, http.StatusOK, "Agent availability fetched successfully", map[string]any{
+		"agentId": a.AgentID, "timezone": a.Timezone, "slots": slots,
+	})
+}
