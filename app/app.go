@@ -20,8 +20,6 @@ import (
 
 	"github.com/carebridge/carebridge/adapters/auth"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
-	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
-	"github.com/carebridge/carebridge/adapters/ehr/fhir"
 	"github.com/carebridge/carebridge/adapters/fsblob"
 	"github.com/carebridge/carebridge/adapters/httpapi"
 	"github.com/carebridge/carebridge/adapters/keyring"
@@ -64,6 +62,7 @@ type App struct {
 	db       *postgres.Store
 	objects  storage.ObjectStore
 	redis    *redis.Cache // nil without REDIS_URL
+	closers  []io.Closer  // EHR links
 	server   *http.Server
 	listener net.Listener
 }
@@ -110,22 +109,25 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	systems, err := newSystems(cfg.EHR)
+	ehrs, err := newEHRs(cfg.EHR, a.log)
 	if err != nil {
 		return err
 	}
-	search := ehr.NewService(systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
+	a.closers = append(a.closers, ehrs.closers...)
+	search := ehr.NewService(ehrs.systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
+	integration := ehr.NewIntegration(ehrs.scheduler, a.db, a.db.Idempotency())
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
 	api := httpapi.New(httpapi.Config{
-		Log:      a.log.With("component", "http"),
-		Auth:     verifier,
-		Storage:  blobs,
-		Business: NewBusiness(a.db, blobs),
-		Search:   search,
-		Registry: registry,
+		Log:         a.log.With("component", "http"),
+		Auth:        verifier,
+		Storage:     blobs,
+		Business:    NewBusiness(a.db, blobs),
+		Search:      search,
+		Integration: integration,
+		Registry:    registry,
 		Ready: func(ctx context.Context) error {
 			err := errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
 			if a.redis != nil {
@@ -186,41 +188,6 @@ func (a *App) newCache(ctx context.Context, cfg Config) (ehr.Cache, error) {
 // memoryCacheEntries bounds the in-process search cache.
 const memoryCacheEntries = 10000
 
-// newSystems builds an EHR client for every system of the EHR systems file.
-func newSystems(cfg *ehrconfig.Config) ([]ehr.System, error) {
-	if cfg == nil {
-		return nil, nil
-	}
-	var out []ehr.System
-	for _, s := range cfg.Systems {
-		if s.Adapter != ehrconfig.AdapterFHIR {
-			return nil, fmt.Errorf("EHR_CONFIG: system %s: adapter %s serves the EHR integration only, not search yet", s.Name, s.Adapter)
-		}
-		client, err := ehrhttp.New(ehrhttp.Config{
-			Name:    s.Name,
-			BaseURL: s.BaseURL,
-			Auth: ehrhttp.AuthConfig{
-				Type: string(s.Auth.Type), TokenURL: s.Auth.TokenURL, ClientID: s.Auth.ClientID,
-				ClientSecret: s.Auth.ClientSecret.Value(), Scopes: s.Auth.Scopes,
-				APIKey: s.Auth.APIKey.Value(), APIKeyHeader: s.Auth.APIKeyHeader,
-				Username: s.Auth.Username, Password: s.Auth.Password.Value(),
-			},
-			RequestsPerMinute: s.RateLimit.RequestsPerMinute,
-			Timeout:           s.Timeout,
-			RetryAttempts:     s.RetryAttempts,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
-		}
-		types := make([]string, len(s.SearchTypes))
-		for i, t := range s.SearchTypes {
-			types[i] = string(t)
-		}
-		out = append(out, ehr.System{Name: s.Name, SearchTypes: types, Sites: s.Sites, Patients: fhir.New(client, s.SearchEndpoint)})
-	}
-	return out, nil
-}
-
 func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
 	if cfg.DevKey != nil {
 		return auth.NewDev(cfg.DevKey, cfg.OIDCAudience)
@@ -268,6 +235,9 @@ func (a *App) Close() {
 	}
 	if a.redis != nil {
 		_ = a.redis.Close()
+	}
+	for _, c := range a.closers {
+		_ = c.Close()
 	}
 	a.db.Close()
 }

@@ -109,39 +109,11 @@ func (e *decodeError) Unwrap() error { return e.err }
 // OperationOutcome a server adds with search mode "outcome") are skipped.
 // The error, a *decodeError, names what is wrong.
 func decodeBundle(body []byte, source string) (page, error) {
-	var hdr resourceHeader
-	if err := json.Unmarshal(body, &hdr); err != nil {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) || !json.Valid(body) {
-			return page{}, &decodeError{"the body is not valid JSON", err}
-		}
-		return page{}, &decodeError{"the body is not a FHIR resource", err}
+	b, err := readBundle(body)
+	if err != nil {
+		return page{}, err
 	}
-	switch hdr.ResourceType {
-	case "Bundle":
-	case "":
-		return page{}, &decodeError{"the body is not a FHIR resource", nil}
-	case "OperationOutcome":
-		msg := "it is an OperationOutcome, not a Bundle"
-		if text := outcomeText(body); text != "" {
-			msg += ": " + text
-		}
-		return page{}, &decodeError{msg, nil}
-	default:
-		return page{}, &decodeError{fmt.Sprintf("it is a %s, not a Bundle", clipN(hdr.ResourceType, 64)), nil}
-	}
-
-	var b bundle
-	if err := json.Unmarshal(body, &b); err != nil {
-		return page{}, &decodeError{"the Bundle is malformed", err}
-	}
-	pg := page{patients: make([]ehr.Patient, 0, len(b.Entry))}
-	for _, l := range b.Link {
-		if l.Relation == "next" && strings.TrimSpace(l.URL) != "" {
-			pg.next = strings.TrimSpace(l.URL)
-			break
-		}
-	}
+	pg := page{patients: make([]ehr.Patient, 0, len(b.Entry)), next: b.next()}
 	for i, e := range b.Entry {
 		if m := e.Search.Mode; m == "outcome" || m == "include" {
 			continue
@@ -157,6 +129,65 @@ func decodeBundle(body []byte, source string) (page, error) {
 		pg.patients = append(pg.patients, toPatient(p, source))
 	}
 	return pg, nil
+}
+
+// readBundle checks that body is a FHIR Bundle and decodes it (the
+// scheduler shares it with decodeBundle). The error, a *decodeError, names
+// what is wrong.
+func readBundle(body []byte) (bundle, error) {
+	if err := checkResourceType(body, "Bundle"); err != nil {
+		return bundle{}, err
+	}
+	var b bundle
+	if err := json.Unmarshal(body, &b); err != nil {
+		return bundle{}, &decodeError{"the Bundle is malformed", err}
+	}
+	return b, nil
+}
+
+// checkResourceType makes sure body is a FHIR resource of type want; the
+// error, a *decodeError, names what it is instead.
+func checkResourceType(body []byte, want string) error {
+	var hdr resourceHeader
+	if err := json.Unmarshal(body, &hdr); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) || !json.Valid(body) {
+			return &decodeError{"the body is not valid JSON", err}
+		}
+		return &decodeError{"the body is not a FHIR resource", err}
+	}
+	switch hdr.ResourceType {
+	case want:
+		return nil
+	case "":
+		return &decodeError{"the body is not a FHIR resource", nil}
+	case "OperationOutcome":
+		msg := "it is an OperationOutcome, not " + article(want)
+		if text := outcomeText(body); text != "" {
+			msg += ": " + text
+		}
+		return &decodeError{msg, nil}
+	default:
+		return &decodeError{fmt.Sprintf("it is %s, not %s", article(clipN(hdr.ResourceType, 64)), article(want)), nil}
+	}
+}
+
+// article puts "a" or "an" before a resource type's name.
+func article(name string) string {
+	if name != "" && strings.ContainsRune("AEIOU", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
+}
+
+// next is the Bundle's next link as sent, "" on the last page.
+func (b bundle) next() string {
+	for _, l := range b.Link {
+		if l.Relation == "next" && strings.TrimSpace(l.URL) != "" {
+			return strings.TrimSpace(l.URL)
+		}
+	}
+	return ""
 }
 
 // toPatient converts a FHIR Patient into the internal record.

@@ -1,7 +1,9 @@
 // Package fhir is the FHIR R4 (REST) adapter of the EHR core: it turns an
 // ehr.PatientQuery into Patient search parameters, follows the Bundle's
-// paging links and converts Patient resources into ehr.Patient. FHIR types
-// never leave the package; upstream failures become *core.Error.
+// paging links and converts Patient resources into ehr.Patient. Scheduler
+// (scheduler.go) implements ehr.Scheduler over Practitioner,
+// PractitionerRole, Schedule, Slot and Appointment through the same Doer.
+// FHIR types never leave the package; upstream failures become *core.Error.
 package fhir
 
 import (
@@ -107,16 +109,30 @@ func (c *Client) SearchPatients(ctx context.Context, q ehr.PatientQuery) ([]ehr.
 		if pg.next == "" {
 			return out, nil
 		}
-		next, err := base.Parse(pg.next)
-		if err != nil || (next.Scheme != "http" && next.Scheme != "https") {
+		next, err := resolveNext(base, pg.next)
+		if err != nil {
 			return nil, c.badResponse("its next link is not a valid URL", err)
 		}
-		target = next.String()
+		target = next
 		if seenPage[target] {
 			return out, nil // a link loop: what we have is all there is
 		}
 	}
 	return out, nil
+}
+
+// resolveNext resolves a Bundle's next link against the URL of the page
+// that carried it; only an http or https URL is accepted. The Doer refuses
+// one on another host.
+func resolveNext(base *url.URL, link string) (string, error) {
+	next, err := base.Parse(link)
+	if err != nil {
+		return "", err
+	}
+	if next.Scheme != "http" && next.Scheme != "https" {
+		return "", fmt.Errorf("scheme %q", clipN(next.Scheme, 16))
+	}
+	return next.String(), nil
 }
 
 // params turns q into FHIR Patient search parameters.
@@ -157,38 +173,13 @@ func (c *Client) fetch(ctx context.Context, target string) (page, *url.URL, erro
 		return page{}, nil, c.upstream("ehr_error", "has an invalid search URL", err)
 	}
 	req.Header.Set("Accept", contentType)
-	resp, err := c.http.Do(ctx, req)
+	resp, body, err := c.exchange(ctx, req)
 	if err != nil {
-		var ce *core.Error
-		if errors.As(err, &ce) {
-			return page{}, nil, err
+		var de *decodeError
+		if errors.As(err, &de) {
+			return page{}, nil, c.badResponse(de.msg, de.err)
 		}
-		if ctx.Err() != nil {
-			return page{}, nil, c.contextError(ctx.Err())
-		}
-		return page{}, nil, c.upstream("ehr_error", "did not answer", err)
-	}
-	if resp == nil || resp.Body == nil {
-		return page{}, nil, c.upstream("ehr_error", "sent no answer", nil)
-	}
-	defer resp.Body.Close()
-
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
-		if err != nil || len(body) > maxErrorBody {
-			body = nil // the status alone tells
-		}
-		return page{}, nil, c.statusError(resp, body)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
-	if err != nil {
-		if ctx.Err() != nil {
-			return page{}, nil, c.contextError(ctx.Err())
-		}
-		return page{}, nil, c.upstream("ehr_error", "broke off its answer", err)
-	}
-	if len(body) > MaxBodyBytes {
-		return page{}, nil, c.badResponse(fmt.Sprintf("it exceeds %d MiB", MaxBodyBytes>>20), nil)
+		return page{}, nil, err
 	}
 	pg, err := decodeBundle(body, c.http.Name())
 	if err != nil {
@@ -203,6 +194,48 @@ func (c *Client) fetch(ctx context.Context, target string) (page, *url.URL, erro
 		base = resp.Request.URL // after redirects
 	}
 	return pg, base, nil
+}
+
+// exchange sends req through the Doer and reads the whole answer. A 2xx
+// answer comes back with its body (at most MaxBodyBytes; a larger one is a
+// *decodeError). Any other status is a *core.Error from statusError, with
+// resp (its body closed) so the caller can look at the status. Failures
+// without an answer are *core.Error. The scheduler shares it with fetch.
+func (c *Client) exchange(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+	resp, err := c.http.Do(ctx, req)
+	if err != nil {
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			return nil, nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, nil, c.contextError(ctx.Err())
+		}
+		return nil, nil, c.upstream("ehr_error", "did not answer", err)
+	}
+	if resp == nil || resp.Body == nil {
+		return nil, nil, c.upstream("ehr_error", "sent no answer", nil)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+		if err != nil || len(body) > maxErrorBody {
+			body = nil // the status alone tells
+		}
+		return resp, body, c.statusError(resp, body)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, c.contextError(ctx.Err())
+		}
+		return nil, nil, c.upstream("ehr_error", "broke off its answer", err)
+	}
+	if len(body) > MaxBodyBytes {
+		return nil, nil, &decodeError{fmt.Sprintf("it exceeds %d MiB", MaxBodyBytes>>20), nil}
+	}
+	return resp, body, nil
 }
 
 // statusError turns a non-2xx answer into a *core.Error that quotes the

@@ -1,0 +1,241 @@
+package wsbot
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+// ListAgents asks agents.list.
+func (c *Client) ListAgents(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
+	var res wireList[wireAgent]
+	err := c.call(ctx, actionListAgents, listAgentsPayload{
+		Name: f.Name, Specialty: f.Specialty, LocationID: f.LocationID, Page: f.Page, Limit: f.Limit,
+	}, &res)
+	if err != nil {
+		return ehr.Page[ehr.Agent]{}, err
+	}
+	pg := ehr.Page[ehr.Agent]{Items: make([]ehr.Agent, 0, len(res.Items)), TotalCount: res.TotalCount,
+		Page: orDefault(res.Page, f.Page), Limit: orDefault(res.Limit, f.Limit)}
+	for _, w := range res.Items {
+		pg.Items = append(pg.Items, agentFromWire(w))
+	}
+	return pg, nil
+}
+
+// GetAgent asks agents.get.
+func (c *Client) GetAgent(ctx context.Context, id string) (ehr.Agent, error) {
+	if id == "" {
+		return ehr.Agent{}, ehr.ErrAgentNotFound
+	}
+	var w wireAgent
+	if err := c.call(ctx, actionGetAgent, idPayload{ID: id}, &w); err != nil {
+		return ehr.Agent{}, err
+	}
+	return agentFromWire(w), nil
+}
+
+// FreePeriods asks agents.availability for [from, to) (RFC 3339 instants,
+// no duration: the free spans whole) and returns the slots clipped to the
+// range, sorted, with touching slots joined. The result is never nil.
+func (c *Client) FreePeriods(ctx context.Context, agentID string, from, to time.Time) ([]ehr.Period, error) {
+	if agentID == "" {
+		return nil, ehr.ErrAgentNotFound
+	}
+	if !to.After(from) {
+		return []ehr.Period{}, nil
+	}
+	var res wireAvailability
+	err := c.call(ctx, actionAvailability, availabilityPayload{AgentID: agentID, From: formatTime(from), To: formatTime(to)}, &res)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := freeSpans(res.Slots, from, to)
+	if err != nil {
+		return nil, c.badAnswer(actionAvailability, err.Error(), err)
+	}
+	return ps, nil
+}
+
+// ListAppointments asks appointments.list.
+func (c *Client) ListAppointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
+	var res wireList[wireAppointment]
+	err := c.call(ctx, actionListAppts, listAppointmentsPayload{
+		AgentID: f.AgentID, Status: statusToWire(f.Status), From: formatTime(f.From), To: formatTime(f.To),
+		PatientEmail: f.PatientEmail, Page: f.Page, Limit: f.Limit,
+	}, &res)
+	if err != nil {
+		return ehr.Page[ehr.Appointment]{}, err
+	}
+	pg := ehr.Page[ehr.Appointment]{Items: make([]ehr.Appointment, 0, len(res.Items)), TotalCount: res.TotalCount,
+		Page: orDefault(res.Page, f.Page), Limit: orDefault(res.Limit, f.Limit)}
+	for _, w := range res.Items {
+		a, err := appointmentFromWire(w, c.name, c.log)
+		if err != nil {
+			return ehr.Page[ehr.Appointment]{}, c.badAnswer(actionListAppts, err.Error(), err)
+		}
+		pg.Items = append(pg.Items, a)
+	}
+	return pg, nil
+}
+
+// GetAppointment asks appointments.get.
+func (c *Client) GetAppointment(ctx context.Context, id string) (ehr.Appointment, error) {
+	if id == "" {
+		return ehr.Appointment{}, ehr.ErrAppointmentNotFound
+	}
+	return c.appointment(ctx, actionGetAppointment, idPayload{ID: id})
+}
+
+// CreateAppointment asks appointments.create with a's agent, times,
+// reason, location and patient.
+func (c *Client) CreateAppointment(ctx context.Context, a ehr.Appointment) (ehr.Appointment, error) {
+	return c.appointment(ctx, actionCreate, createPayload{
+		AgentID: a.AgentID, Start: formatTime(a.Start), End: formatTime(a.End),
+		Reason: a.Reason, LocationID: a.LocationID, Patient: contactToWire(a.Patient),
+	})
+}
+
+// CancelAppointment asks appointments.cancel.
+func (c *Client) CancelAppointment(ctx context.Context, id, reason string) (ehr.Appointment, error) {
+	if id == "" {
+		return ehr.Appointment{}, ehr.ErrAppointmentNotFound
+	}
+	return c.appointment(ctx, actionCancel, cancelPayload{ID: id, Reason: reason})
+}
+
+// RescheduleAppointment asks appointments.reschedule.
+func (c *Client) RescheduleAppointment(ctx context.Context, id string, start, end time.Time) (ehr.Appointment, error) {
+	if id == "" {
+		return ehr.Appointment{}, ehr.ErrAppointmentNotFound
+	}
+	return c.appointment(ctx, actionReschedule, reschedulePayload{ID: id, Start: formatTime(start), End: formatTime(end)})
+}
+
+// appointment calls an action that answers one appointment.
+func (c *Client) appointment(ctx context.Context, action string, payload any) (ehr.Appointment, error) {
+	var w wireAppointment
+	if err := c.call(ctx, action, payload, &w); err != nil {
+		return ehr.Appointment{}, err
+	}
+	a, err := appointmentFromWire(w, c.name, c.log)
+	if err != nil {
+		return ehr.Appointment{}, c.badAnswer(action, err.Error(), err)
+	}
+	return a, nil
+}
+
+// SearchPatients asks the search action (Config.SearchAction) page by page
+// until it has q.Max records (MaxPageSize when q.Max is not positive) or
+// there are no more, for at most MaxPages pages. The payload carries the
+// free text and the names as query, and birthdate, gender and identifier;
+// what the protocol cannot carry (phone, the lastUpdated range) and the
+// name parts are then checked on the records: family and given as
+// case-insensitive prefixes, phone by its digits. The result is never nil
+// when err is nil.
+func (c *Client) SearchPatients(ctx context.Context, q ehr.PatientQuery) ([]ehr.Patient, error) {
+	limit := q.Max
+	if limit <= 0 {
+		limit = MaxPageSize
+	}
+	p := searchPayload{
+		Query:      strings.Join(strings.Fields(strings.Join([]string{q.Text, q.Given, q.Family}, " ")), " "),
+		Birthdate:  q.BirthDate,
+		Gender:     q.Gender,
+		Identifier: q.Identifier,
+		Limit:      min(limit, MaxPageSize),
+	}
+	out := []ehr.Patient{}
+	seen := make(map[string]bool)
+	for page := 1; page <= MaxPages; page++ {
+		p.Page = page
+		var res wireList[wirePatient]
+		if err := c.call(ctx, c.searchAction, p, &res); err != nil {
+			return nil, err
+		}
+		for _, w := range res.Items {
+			pt := patientFromWire(w, c.name)
+			if !matches(q, pt) {
+				continue
+			}
+			if pt.ID != "" {
+				if seen[pt.ID] {
+					continue
+				}
+				seen[pt.ID] = true
+			}
+			out = append(out, pt)
+			if len(out) >= limit {
+				return out, nil
+			}
+		}
+		size := orDefault(res.Limit, p.Limit)
+		if len(res.Items) == 0 || len(res.Items) < size || page*size >= res.TotalCount {
+			break
+		}
+	}
+	return out, nil
+}
+
+// matches checks what the search payload cannot say exactly.
+func matches(q ehr.PatientQuery, p ehr.Patient) bool {
+	if q.Family != "" && !hasPrefixFold(p.Name.Family, q.Family) {
+		return false
+	}
+	if q.Given != "" {
+		found := false
+		for _, g := range p.Name.Given {
+			found = found || hasPrefixFold(g, q.Given)
+		}
+		if !found {
+			return false
+		}
+	}
+	if want := digits(q.Phone); want != "" {
+		found := false
+		for _, t := range p.Telecom {
+			if t.System != "" && t.System != "phone" && t.System != "sms" {
+				continue
+			}
+			got := digits(t.Value)
+			found = found || got != "" && (strings.HasSuffix(got, want) || strings.HasSuffix(want, got))
+		}
+		if !found {
+			return false
+		}
+	}
+	if !p.LastUpdated.IsZero() {
+		day := p.LastUpdated.UTC().Truncate(24 * time.Hour)
+		if !q.UpdatedFrom.IsZero() && day.Before(q.UpdatedFrom.UTC().Truncate(24*time.Hour)) {
+			return false
+		}
+		if !q.UpdatedTo.IsZero() && day.After(q.UpdatedTo.UTC().Truncate(24*time.Hour)) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	s, prefix = strings.ToLower(strings.TrimSpace(s)), strings.ToLower(strings.TrimSpace(prefix))
+	return strings.HasPrefix(s, prefix)
+}
+
+func digits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsDigit(r) {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+func orDefault(v, def int) int {
+	if v != 0 {
+		return v
+	}
+	return def
+}
