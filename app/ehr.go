@@ -28,11 +28,15 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (*ehrs, error) {
 	for _, s := range cfg.Systems {
 		// The HTTP client carries the system's credentials, retries, rate
 		// limit and breaker; the bot uses it for its handshake headers.
+		authType := string(s.Auth.Type)
+		if s.Auth.Type == ehrconfig.AuthNone {
+			authType = ehrhttp.AuthNone
+		}
 		client, err := ehrhttp.New(ehrhttp.Config{
 			Name:    s.Name,
 			BaseURL: s.BaseURL,
 			Auth: ehrhttp.AuthConfig{
-				Type: string(s.Auth.Type), TokenURL: s.Auth.TokenURL, ClientID: s.Auth.ClientID,
+				Type: authType, TokenURL: s.Auth.TokenURL, ClientID: s.Auth.ClientID,
 				ClientSecret: s.Auth.ClientSecret.Value(), Scopes: s.Auth.Scopes,
 				APIKey: s.Auth.APIKey.Value(), APIKeyHeader: s.Auth.APIKeyHeader,
 				Username: s.Auth.Username, Password: s.Auth.Password.Value(),

@@ -33,6 +33,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/carebridge/carebridge/adapters/ehr/fhir"
+	"github.com/carebridge/carebridge/core/ehr"
 )
 
 // EnvDir names the environment variable that holds the install directory
@@ -417,4 +420,53 @@ func (b *limitedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// AddAgent seeds an agent the way an EHR holds one: a Practitioner (with
+// the time-zone extension), a PractitionerRole with its specialty and
+// locations, and a Schedule whose free Slots are free; it returns the
+// Practitioner's id.
+func (srv *Server) AddAgent(t testing.TB, a ehr.Agent, free []ehr.Period) string {
+	t.Helper()
+	p := map[string]any{
+		"resourceType": "Practitioner",
+		"active":       true,
+		"name": []any{map[string]any{
+			"use": "official", "text": a.Name, "family": a.LastName, "given": []any{a.FirstName},
+		}},
+		"telecom": []any{map[string]any{"system": "email", "value": a.Email}},
+	}
+	if a.Timezone != "" {
+		p["extension"] = []any{map[string]any{"url": fhir.TimezoneExtension, "valueCode": a.Timezone}}
+	}
+	id := srv.Create(t, p)["id"].(string)
+	role := map[string]any{
+		"resourceType": "PractitionerRole",
+		"active":       true,
+		"practitioner": map[string]any{"reference": "Practitioner/" + id},
+		"specialty":    []any{map[string]any{"text": a.Specialty}},
+	}
+	var locs []any
+	for _, l := range a.LocationIDs {
+		locs = append(locs, map[string]any{"reference": "Location/" + l})
+	}
+	if len(locs) > 0 {
+		role["location"] = locs
+	}
+	srv.Create(t, role)
+	sched := srv.Create(t, map[string]any{
+		"resourceType": "Schedule",
+		"active":       true,
+		"actor":        []any{map[string]any{"reference": "Practitioner/" + id}},
+	})["id"].(string)
+	for _, p := range free {
+		srv.Create(t, map[string]any{
+			"resourceType": "Slot",
+			"schedule":     map[string]any{"reference": "Schedule/" + sched},
+			"status":       "free",
+			"start":        p.Start.UTC().Format(time.RFC3339),
+			"end":          p.End.UTC().Format(time.RFC3339),
+		})
+	}
+	return id
 }

@@ -20,51 +20,6 @@ import (
 // addAgent seeds srv with a Practitioner (name, e-mail, time zone
 // extension), a PractitionerRole (specialty, locations), a Schedule and a
 // free Slot for each period, and returns the Practitioner's id.
-func addAgent(t *testing.T, srv *fhirtest.Server, a ehr.Agent, free []ehr.Period) string {
-	t.Helper()
-	p := map[string]any{
-		"resourceType": "Practitioner",
-		"active":       true,
-		"name": []any{map[string]any{
-			"use": "official", "text": a.Name, "family": a.LastName, "given": []any{a.FirstName},
-		}},
-		"telecom": []any{map[string]any{"system": "email", "value": a.Email}},
-	}
-	if a.Timezone != "" {
-		p["extension"] = []any{map[string]any{"url": fhir.TimezoneExtension, "valueCode": a.Timezone}}
-	}
-	id := srv.Create(t, p)["id"].(string)
-	role := map[string]any{
-		"resourceType": "PractitionerRole",
-		"active":       true,
-		"practitioner": map[string]any{"reference": "Practitioner/" + id},
-		"specialty":    []any{map[string]any{"text": a.Specialty}},
-	}
-	var locs []any
-	for _, l := range a.LocationIDs {
-		locs = append(locs, map[string]any{"reference": "Location/" + l})
-	}
-	if len(locs) > 0 {
-		role["location"] = locs
-	}
-	srv.Create(t, role)
-	sched := srv.Create(t, map[string]any{
-		"resourceType": "Schedule",
-		"active":       true,
-		"actor":        []any{map[string]any{"reference": "Practitioner/" + id}},
-	})["id"].(string)
-	for _, p := range free {
-		srv.Create(t, map[string]any{
-			"resourceType": "Slot",
-			"schedule":     map[string]any{"reference": "Schedule/" + sched},
-			"status":       "free",
-			"start":        p.Start.UTC().Format(time.RFC3339),
-			"end":          p.End.UTC().Format(time.RFC3339),
-		})
-	}
-	return id
-}
-
 // The contract suite against Medplum, one server for every subtest (the
 // suite tags what it seeds), pages of pageSize.
 func TestFHIRScheduler_Contract(t *testing.T) {
@@ -82,7 +37,7 @@ func TestFHIRScheduler_Contract(t *testing.T) {
 		return ehrtest.Backend{
 			Scheduler: sch,
 			AddAgent: func(t *testing.T, a ehr.Agent, free []ehr.Period) string {
-				return addAgent(t, srv, a, free)
+				return srv.AddAgent(t, a, free)
 			},
 		}
 	})
