@@ -240,3 +240,16 @@ func TestIntegration_RefusesBadInputAndReportsUpstreamFailures(t *testing.T) {
 		t.Fatalf("no integration EHR: %d %s", r.status, r.body)
 	}
 }
+
+func TestSearch_ThroughTheWebSocketBot(t *testing.T) {
+	w := newWorld(t)
+	bot := wsbottest.Start(t)
+	bot.AddPatient(ehr.Patient{ID: "p-7", Name: ehr.HumanName{Family: "Okafor", Given: []string{"Ben"}}, BirthDate: "1970-01-02",
+		Identifiers: []ehr.Identifier{{System: "urn:mrn", Value: "M-7", Type: "MR"}}})
+	cfg := integrationFile(t, "wsbot", bot.URL(), "")
+	s := w.start(func(c *app.Config) { c.EHR = cfg })
+	r, ans := s.search(w.token("u"), `{"query":"family:Okafor"}`)
+	if r.status != 200 || ans.Status != "success" || ans.Data.TotalCount != 1 || ans.Data.Results[0].Sources[0].PatientID != "p-7" || ans.Metadata.Sources[0] != "peer" {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
