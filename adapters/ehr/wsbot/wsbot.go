@@ -29,12 +29,18 @@
 //
 // Each call has a time-out (the earlier of ctx's deadline and CallTimeout;
 // KindTimeout "ehr_timeout") and goes through a circuit breaker
-// (gobreaker): link failures, dial failures and time-outs count as
-// failures; answers, protocol errors (not_found, invalid, …) and refused
+// (gobreaker): dropped links, failed connection attempts and time-outs
+// count as failures (a drop or a failed attempt once, however many calls
+// it fails); answers, protocol errors (not_found, invalid, …) and refused
 // credentials count as successes (the EHR is up); the caller's
-// cancellation is not counted. After BreakerFailures failures in a row the
-// breaker answers KindUnavailable "circuit_open" at once for BreakerOpen,
-// then lets one trial call through.
+// cancellation, Close and a failure of Config.Header are not counted.
+// After BreakerFailures failures in a row the breaker answers
+// KindUnavailable "circuit_open" at once for BreakerOpen, then lets one
+// trial call through.
+//
+// The client neither retries calls the EHR may have seen nor applies the
+// EHR systems file's rate limit; a request that never left the client is
+// sent once more over a new link.
 //
 // Protocol error codes become, for the Scheduler: not_found →
 // ehr.ErrAgentNotFound (agents.get, agents.availability,
@@ -125,7 +131,10 @@ type Config struct {
 	BreakerOpen     time.Duration
 	// TLSConfig is used for wss:// (nil: the system's roots).
 	TLSConfig *tls.Config
-	Logger    *slog.Logger // nil → discard
+	// Logger receives the client's warnings (dropped links, failed
+	// attempts, breaker changes, unknown statuses); the caller adds the
+	// component and system attributes. nil → discard.
+	Logger *slog.Logger
 }
 
 // Client talks to one bot. It is safe for concurrent use; Close releases
@@ -210,7 +219,6 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c.log = c.log.With("component", "wsbot", "ehr", c.name)
 	c.dialer = &websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,
 		HandshakeTimeout: c.callTimeout,
@@ -531,6 +539,10 @@ func (c *Client) backingOff(at time.Time) error {
 	c.mu.Lock()
 	cause := c.lastErr
 	c.mu.Unlock()
+	var ce *core.Error
+	if errors.As(cause, &ce) && ce.Code != "ehr_unreachable" && ce.Kind != core.KindTimeout {
+		return uncounted{ce} // refused credentials and the like: say so again
+	}
 	return uncounted{c.unreachable(fmt.Sprintf("is unreachable; the next connection attempt is in %v",
 		time.Until(at).Round(time.Millisecond)), cause)}
 }

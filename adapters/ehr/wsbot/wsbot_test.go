@@ -301,6 +301,46 @@ func TestClient_RefusedHandshakeIsUnauthorized(t *testing.T) {
 	wantCode(t, "in-band unauthorized", err, core.KindBadGateway, "ehr_unauthorized")
 }
 
+func TestClient_ConcurrentCallsShareOneConnectionAttemptAndBackOff(t *testing.T) {
+	srv := wsbottest.Start(t, wsbottest.WithAuthorization("Bearer right"))
+	c := newClient(t, srv.URL(), func(cfg *wsbot.Config) {
+		cfg.BackoffBase = 400 * time.Millisecond
+		cfg.BackoffMax = 800 * time.Millisecond
+	})
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			_, err := c.ListAgents(t.Context(), ehr.AgentFilter{})
+			if _, code := codeOf(err); code != "ehr_unauthorized" {
+				t.Errorf("concurrent call: %v; want ehr_unauthorized", err)
+			}
+		})
+	}
+	wg.Wait()
+	// One attempt, and one more after the backoff for the calls that came
+	// when the first had failed already.
+	refused := srv.Refused()
+	if refused < 1 || refused > 2 {
+		t.Errorf("64 concurrent calls made %d handshakes; want 1 or 2", refused)
+	}
+	// Within the backoff, a call that cannot wait fails at once and does
+	// not dial.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err := c.ListAgents(ctx, ehr.AgentFilter{}) // waiting would end in ehr_timeout
+	wantCode(t, "call during the backoff", err, core.KindBadGateway, "ehr_unauthorized")
+	if srv.Refused() != refused {
+		t.Errorf("the bot saw %d handshakes; want no new one", srv.Refused())
+	}
+	// A call that can wait is attempted after the backoff.
+	start := time.Now()
+	_, err = c.ListAgents(t.Context(), ehr.AgentFilter{})
+	wantCode(t, "call after the backoff", err, core.KindBadGateway, "ehr_unauthorized")
+	if took := time.Since(start); took < 100*time.Millisecond || srv.Refused() != refused+1 {
+		t.Errorf("the next attempt came after %v with %d handshakes; want after the backoff (≥ 200 ms), %d", took, srv.Refused(), refused+1)
+	}
+}
+
 func TestClient_HeaderFailureIsPassedOn(t *testing.T) {
 	srv := wsbottest.Start(t)
 	authFailed := &core.Error{Kind: core.KindBadGateway, Code: "ehr_auth_failed", Message: "authentication to clinic-bot failed"}
