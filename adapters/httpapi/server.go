@@ -55,6 +55,7 @@ type Server struct {
 	corsOrigins  []string
 	stallTimeout time.Duration
 	metrics      *metrics
+	ids          *requestIDs
 	handler      http.Handler
 }
 
@@ -72,6 +73,7 @@ func New(cfg Config) *Server {
 		corsOrigins:  cfg.CORSAllowedOrigins,
 		stallTimeout: cfg.StallTimeout,
 		metrics:      newMetrics(cfg.Registry),
+		ids:          newRequestIDs(),
 	}
 	if s.stallTimeout == 0 {
 		s.stallTimeout = 30 * time.Second
