@@ -48,6 +48,7 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (*ehrs, error) {
 		if err != nil {
 			return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
 		}
+		integration := s.Name == cfg.Integration.EHR
 		var (
 			patients  ehr.PatientSearcher
 			scheduler ehr.Scheduler
@@ -55,7 +56,9 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (*ehrs, error) {
 		switch s.Adapter {
 		case ehrconfig.AdapterFHIR:
 			patients = fhir.New(client, s.SearchEndpoint)
-			scheduler = fhir.NewScheduler(client, fhir.WithLogger(log.With("component", "fhir", "ehr", s.Name)))
+			if integration {
+				scheduler = fhir.NewScheduler(client, fhir.WithLogger(log.With("component", "fhir", "ehr", s.Name)))
+			}
 		case ehrconfig.AdapterWSBot:
 			bot, err := wsbot.New(wsbot.Config{
 				Name: s.Name, URL: s.BaseURL, SearchAction: s.SearchEndpoint, CallTimeout: s.Timeout,
@@ -74,7 +77,7 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (*ehrs, error) {
 			types[i] = string(t)
 		}
 		out.systems = append(out.systems, ehr.System{Name: s.Name, SearchTypes: types, Sites: s.Sites, Patients: patients})
-		if s.Name == cfg.Integration.EHR {
+		if integration {
 			out.scheduler = scheduler
 		}
 	}

@@ -287,13 +287,16 @@ type hoursEntry struct {
 
 func (e hoursEntry) input(prefix string) (business.HoursInput, error) {
 	var missing []string
-	for name, v := range map[string]*string{"day": e.Day, "start_time": e.StartTime, "end_time": e.EndTime} {
-		if v == nil {
-			missing = append(missing, prefix+name)
+	for _, f := range []struct {
+		name  string
+		value *string
+	}{{"day", e.Day}, {"start_time", e.StartTime}, {"end_time", e.EndTime}} {
+		if f.value == nil {
+			missing = append(missing, prefix+f.name)
 		}
 	}
 	if len(missing) > 0 {
-		return business.HoursInput{}, business.ErrInvalid.WithMessage("Validation failed: %s is required", strings.Join(sortedStrings(missing), ", "))
+		return business.HoursInput{}, business.ErrInvalid.WithMessage("Validation failed: %s is required", strings.Join(missing, ", "))
 	}
 	return business.HoursInput{Day: *e.Day, Start: *e.StartTime, End: *e.EndTime}, nil
 }

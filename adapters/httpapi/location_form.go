@@ -183,8 +183,3 @@ func extensionOf(mediaType string) string {
 	}
 	return ""
 }
-
-func sortedStrings(s []string) []string {
-	slices.Sort(s)
-	return s
-}

@@ -147,7 +147,7 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 	if path := getenv.or("EHR_CONFIG", ""); path != "" {
 		c, err := ehrconfig.Load(path, credKey, getenv)
 		if err != nil {
-			bad("EHR_CONFIG", "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+			bad("EHR_CONFIG", "%v", err) // oneLine folds its lines
 		}
 		cfg.EHR = c
 	}

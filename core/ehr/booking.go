@@ -307,21 +307,12 @@ func (s *Integration) checkFree(ctx context.Context, sch Scheduler, agentID stri
 
 // covers reports whether the union of periods covers [start, end).
 func covers(periods []Period, start, end time.Time) bool {
-	ps := slices.Clone(periods)
-	slices.SortFunc(ps, func(a, b Period) int { return a.Start.Compare(b.Start) })
-	at := start
-	for _, p := range ps {
-		if p.Start.After(at) {
-			break
-		}
-		if p.End.After(at) {
-			at = p.End
-		}
-		if !at.Before(end) {
+	for _, p := range MergePeriods(periods) {
+		if !p.Start.After(start) && !p.End.Before(end) {
 			return true
 		}
 	}
-	return !at.Before(end)
+	return false
 }
 
 // Cancel cancels appointment id; a cancelled one is a conflict.
@@ -503,32 +494,26 @@ func (s *Integration) Availability(ctx context.Context, agentID, fromS, toS stri
 // Slots cuts free periods, clipped to [start, end), into slots of length d,
 // from the start of each merged free span; slot times are in loc.
 func Slots(free []Period, start, end time.Time, d time.Duration, loc *time.Location) []Period {
-	ps := slices.Clone(free)
-	slices.SortFunc(ps, func(a, b Period) int { return a.Start.Compare(b.Start) })
-	var merged []Period
-	for _, p := range ps {
-		if p.Start.Before(start) {
-			p.Start = start
-		}
-		if p.End.After(end) {
-			p.End = end
-		}
-		if !p.End.After(p.Start) {
-			continue
-		}
-		if n := len(merged); n > 0 && !p.Start.After(merged[n-1].End) {
-			if p.End.After(merged[n-1].End) {
-				merged[n-1].End = p.End
-			}
-			continue
-		}
-		merged = append(merged, p)
-	}
 	slots := []Period{}
-	for _, p := range merged {
+	for _, p := range MergePeriods(free) {
+		p.Start, p.End = later(p.Start, start), earlier(p.End, end)
 		for s := p.Start; !s.Add(d).After(p.End); s = s.Add(d) {
 			slots = append(slots, Period{Start: s.In(loc), End: s.Add(d).In(loc)})
 		}
 	}
 	return slots
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

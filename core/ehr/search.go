@@ -308,7 +308,7 @@ func newRequestID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// compareNames orders people by family name, given name, birth date and id.
+// comparePeople orders people by family name, given name, birth date and id.
 func comparePeople(a, b Person) int {
 	return cmp.Or(
 		cmp.Compare(strings.ToLower(a.Name.Family), strings.ToLower(b.Name.Family)),

@@ -195,8 +195,8 @@ func toPatient(p patient, source string) ehr.Patient {
 	out := ehr.Patient{
 		ID:        strings.TrimSpace(p.ID),
 		Source:    source,
-		BirthDate: date(p.BirthDate),
-		Gender:    gender(p.Gender),
+		BirthDate: ehr.NormalDate(p.BirthDate),
+		Gender:    ehr.NormalGender(p.Gender),
 	}
 	if n := pickName(p.Name); n != nil {
 		out.Name = convertName(*n)
@@ -215,7 +215,7 @@ func toPatient(p patient, source string) ehr.Patient {
 	}
 	for _, a := range p.Address {
 		addr := ehr.Address{
-			Line:       nonEmpty(a.Line),
+			Line:       ehr.NonEmpty(a.Line),
 			City:       strings.TrimSpace(a.City),
 			State:      strings.TrimSpace(a.State),
 			PostalCode: strings.TrimSpace(a.PostalCode),
@@ -238,7 +238,7 @@ func pickName(names []humanName) *humanName {
 	var first, current *humanName
 	for i := range names {
 		n := &names[i]
-		if strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Family) == "" && len(nonEmpty(n.Given)) == 0 {
+		if strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Family) == "" && len(ehr.NonEmpty(n.Given)) == 0 {
 			continue
 		}
 		if n.Use == "official" {
@@ -260,7 +260,7 @@ func pickName(names []humanName) *humanName {
 func convertName(n humanName) ehr.HumanName {
 	out := ehr.HumanName{
 		Family: strings.TrimSpace(n.Family),
-		Given:  nonEmpty(n.Given),
+		Given:  ehr.NonEmpty(n.Given),
 		Text:   strings.Join(strings.Fields(n.Text), " "),
 	}
 	if out.Text == "" {
@@ -279,43 +279,6 @@ func identifierType(cc codeableConcept) string {
 		}
 	}
 	return strings.TrimSpace(cc.Text)
-}
-
-// date keeps a FHIR date (YYYY, YYYY-MM or YYYY-MM-DD; the date part of a
-// dateTime) and drops anything else.
-func date(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 10 && s[10] == 'T' {
-		s = s[:10]
-	}
-	for _, layout := range []string{time.DateOnly, "2006-01", "2006"} {
-		if len(s) == len(layout) {
-			if _, err := time.Parse(layout, s); err == nil {
-				return s
-			}
-		}
-	}
-	return ""
-}
-
-func gender(s string) string {
-	switch g := strings.ToLower(strings.TrimSpace(s)); g {
-	case "male", "female", "other", "unknown":
-		return g
-	}
-	return ""
-}
-
-// nonEmpty trims the strings and drops the empty ones (FHIR arrays may hold
-// nulls that only carry extensions).
-func nonEmpty(ss []string) []string {
-	var out []string
-	for _, s := range ss {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // outcomeText is the human text of an OperationOutcome body: for each issue
@@ -359,10 +322,5 @@ func outcomeText(body []byte) string {
 	return clip(strings.Join(parts, "; "))
 }
 
-func clipN(s string, n int) string {
-	s = clip(s)
-	if len(s) > n {
-		return clip(s[:n])
-	}
-	return s
-}
+// clipN clips upstream text to n bytes for a message.
+func clipN(s string, n int) string { return ehr.ClipText(s, n) }

@@ -16,8 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
@@ -298,19 +296,5 @@ func (c *Client) contextError(err error) *core.Error {
 	return c.upstream("ehr_error", "was not searched: the search was cancelled", err)
 }
 
-// clip makes upstream text fit for an error message: invalid UTF-8 is
-// dropped, control and format characters and runs of white space become one
-// space, and it is cut to maxDetail bytes on a rune boundary.
-func clip(s string) string {
-	s = strings.Join(strings.FieldsFunc(strings.ToValidUTF8(s, ""), func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
-	}), " ")
-	if len(s) <= maxDetail {
-		return s
-	}
-	cut := maxDetail
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// clip makes upstream text fit for an error message.
+func clip(s string) string { return ehr.ClipText(s, maxDetail) }

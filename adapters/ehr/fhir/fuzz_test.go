@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/carebridge/carebridge/core/ehr"
 )
 
 func FuzzDecodeBundle(f *testing.F) {
@@ -54,7 +56,7 @@ func FuzzDecodeBundle(f *testing.F) {
 			if p.Source != "src" {
 				t.Fatalf("source = %q", p.Source)
 			}
-			if p.BirthDate != "" && date(p.BirthDate) != p.BirthDate {
+			if p.BirthDate != "" && ehr.NormalDate(p.BirthDate) != p.BirthDate {
 				t.Fatalf("birth date %q kept", p.BirthDate)
 			}
 			if !p.LastUpdated.IsZero() && p.LastUpdated.Location() != time.UTC {

@@ -313,7 +313,7 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 			return nil, err
 		}
 	}
-	free = mergePeriods(free)
+	free = ehr.MergePeriods(free)
 	if len(free) == 0 {
 		return []ehr.Period{}, nil
 	}
@@ -342,7 +342,7 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 	}); err != nil {
 		return nil, err
 	}
-	return clipPeriods(subtractPeriods(free, mergePeriods(busy)), from, to), nil
+	return clipPeriods(subtractPeriods(free, ehr.MergePeriods(busy)), from, to), nil
 }
 
 // practitionerExists reads Practitioner/id: nil when it is there,
@@ -812,23 +812,6 @@ func (s *Scheduler) badDecode(err error) *core.Error {
 func period(start, end string) (ehr.Period, bool) {
 	p := ehr.Period{Start: instant(start), End: instant(end)}
 	return p, !p.Start.IsZero() && !p.End.IsZero() && p.End.After(p.Start)
-}
-
-// mergePeriods sorts ps and joins those that overlap or touch.
-func mergePeriods(ps []ehr.Period) []ehr.Period {
-	ps = slices.Clone(ps)
-	slices.SortFunc(ps, func(a, b ehr.Period) int { return a.Start.Compare(b.Start) })
-	var out []ehr.Period
-	for _, p := range ps {
-		if n := len(out); n > 0 && !p.Start.After(out[n-1].End) {
-			if p.End.After(out[n-1].End) {
-				out[n-1].End = p.End
-			}
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // subtractPeriods removes busy from free; both are sorted and merged.

@@ -287,9 +287,9 @@ func findContainedPatient(contained []json.RawMessage, ref string) (containedPat
 }
 
 func toPatientContact(p containedPatient) ehr.PatientContact {
-	out := ehr.PatientContact{DateOfBirth: date(p.BirthDate)}
+	out := ehr.PatientContact{DateOfBirth: ehr.NormalDate(p.BirthDate)}
 	if n := pickName(humanNames(p.Name)); n != nil {
-		out.FirstName = strings.Join(nonEmpty(n.Given), " ")
+		out.FirstName = strings.Join(ehr.NonEmpty(n.Given), " ")
 		out.LastName = strings.TrimSpace(n.Family)
 	}
 	out.Email = telecomValue(p.Telecom, "email")
@@ -371,7 +371,7 @@ type agentRecord struct {
 func toAgent(p practitioner, roles []practitionerRole, log *slog.Logger) agentRecord {
 	out := agentRecord{Agent: ehr.Agent{ID: strings.TrimSpace(p.ID)}}
 	if n := pickName(humanNames(p.Name)); n != nil {
-		out.FirstName = strings.Join(nonEmpty(n.Given), " ")
+		out.FirstName = strings.Join(ehr.NonEmpty(n.Given), " ")
 		out.LastName = strings.TrimSpace(n.Family)
 		out.Name = convertName(*n).Text
 	}

@@ -407,11 +407,11 @@ func TestSplitReference(t *testing.T) {
 func TestPeriods_MergeSubtractClip(t *testing.T) {
 	at := func(h, m int) time.Time { return time.Date(2031, 1, 1, h, m, 0, 0, time.UTC) }
 	p := func(h1, m1, h2, m2 int) ehr.Period { return ehr.Period{Start: at(h1, m1), End: at(h2, m2)} }
-	free := mergePeriods([]ehr.Period{p(10, 0, 10, 30), p(9, 0, 9, 30), p(9, 30, 10, 0), p(13, 0, 14, 0), p(13, 15, 13, 45)})
+	free := ehr.MergePeriods([]ehr.Period{p(10, 0, 10, 30), p(9, 0, 9, 30), p(9, 30, 10, 0), p(13, 0, 14, 0), p(13, 15, 13, 45)})
 	if want := []ehr.Period{p(9, 0, 10, 30), p(13, 0, 14, 0)}; !reflect.DeepEqual(free, want) {
 		t.Fatalf("merged = %v, want %v", free, want)
 	}
-	busy := mergePeriods([]ehr.Period{p(8, 0, 9, 15), p(9, 45, 10, 0), p(12, 0, 13, 0), p(13, 30, 15, 0)})
+	busy := ehr.MergePeriods([]ehr.Period{p(8, 0, 9, 15), p(9, 45, 10, 0), p(12, 0, 13, 0), p(13, 30, 15, 0)})
 	got := subtractPeriods(free, busy)
 	if want := []ehr.Period{p(9, 15, 9, 45), p(10, 0, 10, 30), p(13, 0, 13, 30)}; !reflect.DeepEqual(got, want) {
 		t.Errorf("subtracted = %v, want %v", got, want)

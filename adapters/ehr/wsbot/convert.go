@@ -314,18 +314,7 @@ func freeSpans(slots []wireSlot, from, to time.Time) ([]ehr.Period, error) {
 			ps = append(ps, p)
 		}
 	}
-	slices.SortFunc(ps, func(a, b ehr.Period) int { return a.Start.Compare(b.Start) })
-	out := ps[:0]
-	for _, p := range ps {
-		if n := len(out); n > 0 && !p.Start.After(out[n-1].End) {
-			if p.End.After(out[n-1].End) {
-				out[n-1].End = p.End
-			}
-			continue
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return ehr.MergePeriods(ps), nil
 }
 
 func patientToWire(p ehr.Patient) wirePatient {
@@ -356,11 +345,11 @@ func patientFromWire(w wirePatient, source string) ehr.Patient {
 	p := ehr.Patient{
 		ID:        strings.TrimSpace(w.ID),
 		Source:    source,
-		BirthDate: date(w.BirthDate),
-		Gender:    gender(w.Gender),
+		BirthDate: ehr.NormalDate(w.BirthDate),
+		Gender:    ehr.NormalGender(w.Gender),
 		Name: ehr.HumanName{
 			Family: strings.TrimSpace(w.Name.Family),
-			Given:  nonEmpty(w.Name.Given),
+			Given:  ehr.NonEmpty(w.Name.Given),
 			Text:   strings.Join(strings.Fields(w.Name.Text), " "),
 		},
 	}
@@ -381,7 +370,7 @@ func patientFromWire(w wirePatient, source string) ehr.Patient {
 	}
 	for _, a := range w.Address {
 		addr := ehr.Address{
-			Line:       nonEmpty(a.Line),
+			Line:       ehr.NonEmpty(a.Line),
 			City:       strings.TrimSpace(a.City),
 			State:      strings.TrimSpace(a.State),
 			PostalCode: strings.TrimSpace(a.PostalCode),
@@ -397,45 +386,5 @@ func patientFromWire(w wirePatient, source string) ehr.Patient {
 	return p
 }
 
-// date keeps a date (YYYY, YYYY-MM or YYYY-MM-DD; the date part of a
-// date-time) and drops anything else.
-func date(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 10 && s[10] == 'T' {
-		s = s[:10]
-	}
-	for _, layout := range []string{time.DateOnly, "2006-01", "2006"} {
-		if len(s) == len(layout) {
-			if _, err := time.Parse(layout, s); err == nil {
-				return s
-			}
-		}
-	}
-	return ""
-}
-
-func gender(s string) string {
-	switch g := strings.ToLower(strings.TrimSpace(s)); g {
-	case "male", "female", "other", "unknown":
-		return g
-	}
-	return ""
-}
-
-func nonEmpty(ss []string) []string {
-	var out []string
-	for _, s := range ss {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func clipN(s string, n int) string {
-	s = clip(s)
-	if len(s) > n {
-		return clip(s[:n])
-	}
-	return s
-}
+// clipN clips upstream text to n bytes for a message.
+func clipN(s string, n int) string { return ehr.ClipText(s, n) }

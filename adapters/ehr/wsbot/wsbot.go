@@ -75,8 +75,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	"github.com/sony/gobreaker/v2"
@@ -719,19 +717,5 @@ func (e *peerError) Error() string {
 	return fmt.Sprintf("peer error %s: %s", clip(e.code), clip(e.message))
 }
 
-// clip makes upstream text fit for an error message: invalid UTF-8 is
-// dropped, control and format characters and runs of white space become one
-// space, and it is cut to maxDetail bytes on a rune boundary.
-func clip(s string) string {
-	s = strings.Join(strings.FieldsFunc(strings.ToValidUTF8(s, ""), func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
-	}), " ")
-	if len(s) <= maxDetail {
-		return s
-	}
-	cut := maxDetail
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// clip makes upstream text fit for an error message.
+func clip(s string) string { return ehr.ClipText(s, maxDetail) }
