@@ -17,7 +17,7 @@ var errWrongUserType = &core.Error{Kind: core.KindForbidden, Code: "forbidden_us
 // businessUser admits only requests with the header user-type: business.
 func (s *Server) businessUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.EqualFold(strings.TrimSpace(r.Header.Get("user-type")), "business") {
+		if !strings.EqualFold(strings.TrimSpace(r.Header.Get("User-Type")), "business") {
 			s.writeError(w, r, errWrongUserType)
 			return
 		}

@@ -1,12 +1,33 @@
 package httpapi
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	uploaded   prometheus.Counter
 	downloaded prometheus.Counter
+
+	// series holds the counter and histogram of each route, method and
+	// status seen: looking a label set up in a Vec hashes and locks on
+	// every request.
+	series sync.Map // seriesKey -> *requestSeries
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -31,4 +52,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.requests, m.latency, m.uploaded, m.downloaded)
 	return m
+}
+
+// observe counts one request and records its latency. The route is a
+// pattern of the router (or "unmatched") and a method outside the standard
+// ones is "OTHER", so a client cannot make new series at will.
+func (m *metrics) observe(route, method string, status int, elapsed time.Duration) {
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
+	default:
+		method = "OTHER"
+	}
+	k := seriesKey{route: route, method: method, status: status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &requestSeries{
+			count:   m.requests.WithLabelValues(route, method, strconv.Itoa(status)),
+			latency: m.latency.WithLabelValues(route, method),
+		})
+	}
+	rs := v.(*requestSeries)
+	rs.count.Inc()
+	rs.latency.Observe(elapsed.Seconds())
 }

@@ -110,18 +110,30 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				sw.status = http.StatusOK
 			}
 			elapsed := time.Since(start)
-			s.metrics.requests.WithLabelValues(info.route, r.Method, strconv.Itoa(sw.status)).Inc()
-			s.metrics.latency.WithLabelValues(info.route, r.Method).Observe(elapsed.Seconds())
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("request_id", info.id),
-				slog.String("method", r.Method),
-				slog.String("route", info.route),
-				slog.Int("status", sw.status),
-				slog.Int64("bytes", sw.bytes),
-				slog.Duration("duration", elapsed))
+			s.metrics.observe(info.route, r.Method, sw.status, elapsed)
+			s.accessLog(r.Context(), info, r.Method, sw, elapsed)
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// accessLog writes the request's log line. The record is built by hand
+// with no caller (pc 0): Logger.LogAttrs would walk the stack for a source
+// location the JSON handler does not print, on every request.
+func (s *Server) accessLog(ctx context.Context, info *requestInfo, method string, sw *statusWriter, elapsed time.Duration) {
+	h := s.log.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	rec.AddAttrs(
+		slog.String("request_id", info.id),
+		slog.String("method", method),
+		slog.String("route", info.route),
+		slog.Int("status", sw.status),
+		slog.Int64("bytes", sw.bytes),
+		slog.Duration("duration", elapsed))
+	_ = h.Handle(ctx, rec) // a log line that cannot be written is not the client's failure
 }
 
 // routeName stores the matched route's pattern for observe.

@@ -415,3 +415,68 @@ func FuzzReadUploadForm(f *testing.F) {
 		}
 	})
 }
+
+func TestObserve_LogsAndCountsEachRequestByRoutePattern(t *testing.T) {
+	var logs bytes.Buffer
+	reg := prometheus.NewRegistry()
+	s := New(Config{
+		Log:      slog.New(slog.NewJSONHandler(&logs, nil)),
+		Auth:     tokens{},
+		Storage:  &StorageMock{MetadataFunc: func(context.Context, int64) (storage.Blob, error) { return storage.Blob{}, storage.ErrBlobNotFound }},
+		Registry: reg,
+		Ready:    func(context.Context) error { return nil },
+	})
+	do(t, s, "GET", "/cloud-blob/metadata/7", nil, "X-Request-Id", "req-7")
+	do(t, s, "GET", "/cloud-blob/metadata/8", nil)
+	do(t, s, "BREW", "/teapot", nil) // a method no route knows must not become a label
+
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("want 3 access-log lines, got %d:\n%s", len(lines), logs.String())
+	}
+	first := lines[0]
+	want := map[string]any{"level": "INFO", "msg": "request", "request_id": "req-7", "method": "GET", "route": "/cloud-blob/metadata/{id}", "status": 404.0}
+	for k, v := range want {
+		if first[k] != v {
+			t.Errorf("log field %s = %v, want %v", k, first[k], v)
+		}
+	}
+	if first["bytes"].(float64) <= 0 || first["duration"] == nil || first["time"] == nil {
+		t.Errorf("log line lacks bytes, duration or time: %v", first)
+	}
+	if lines[2]["route"] != "unmatched" || lines[2]["status"] != 404.0 {
+		t.Errorf("unmatched request logged as %v", lines[2])
+	}
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "carebridge_http_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var key []string
+			for _, l := range m.GetLabel() {
+				key = append(key, l.GetName()+"="+l.GetValue())
+			}
+			counts[strings.Join(key, ",")] = m.GetCounter().GetValue()
+		}
+	}
+	wantCounts := map[string]float64{
+		"method=GET,route=/cloud-blob/metadata/{id},status=404": 2,
+		"method=OTHER,route=unmatched,status=404":               1,
+	}
+	if fmt.Sprint(counts) != fmt.Sprint(wantCounts) {
+		t.Errorf("request counts %v, want %v", counts, wantCounts)
+	}
+}
