@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,18 @@ func BenchmarkBusinessReads(b *testing.B) {
 	}
 	fmt.Printf("service / direct rate: %.2f (target >= %.2f) %s;  service p99 %s (target < %s) %s\n",
 		ratio, readRatio, verdict(ratio >= readRatio), service.pct(99), readP99, verdict(service.pct(99) < readP99))
+	if c, d := service.cpu, direct.cpu; c.service > 0 && d.client > 0 {
+		n, m := service.requests(), direct.requests()
+		fmt.Printf("CPU per request: service run %.0fµs = service %.0f + postgres %.0f + wrk %.0f (service: %.1f reads, %.1f writes);\n",
+			perRequest(c.service+c.postgres+c.generator, n), perRequest(c.service, n), perRequest(c.postgres, n), perRequest(c.generator, n),
+			c.reads/float64(max(n, 1)), c.writes/float64(max(n, 1)))
+		fmt.Printf("                 direct run %.0fµs = pgx client %.0f + postgres %.0f\n",
+			perRequest(d.client+d.postgres, m), perRequest(d.client, m), perRequest(d.postgres, m))
+		if f, k := floor.cpu, floor.requests(); k > 0 {
+			fmt.Printf("                 /healthz run %.0fµs = service %.0f + wrk %.0f\n",
+				perRequest(f.service+f.generator, k), perRequest(f.service, k), perRequest(f.generator, k))
+		}
+	}
 	if floor.requests() > 0 {
 		ceiling := 1 / (1/floor.rate() + 1/direct.rate())
 		fmt.Printf("ceiling on these cores: 1/(1/floor + 1/direct) = %.0f req/s, %.2f of direct; the service reaches %.0f%% of that ceiling\n",
@@ -224,6 +237,36 @@ type loadResult struct {
 		requests int
 		p50, p99 time.Duration
 	}
+	cpu loadCPU // during the timed window; zeros where /proc is missing
+}
+
+// loadCPU is where the cores went during a timed window: CPU seconds of
+// the service, of every PostgreSQL process, of the load generator (wrk) or
+// of the bench process (the direct pgx client), and the service's read and
+// write system calls.
+type loadCPU struct {
+	service, postgres, generator, client float64
+	reads, writes                        float64
+}
+
+// perRequest is s seconds spread over n requests, in microseconds.
+func perRequest(s float64, n int) float64 { return s / float64(max(n, 1)) * 1e6 }
+
+// postgresCPU returns the CPU seconds of every process named postgres
+// (the server and its backends) so far.
+func postgresCPU() float64 {
+	entries, _ := os.ReadDir("/proc")
+	var sum float64
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm")); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			sum += procCPU(pid)
+		}
+	}
+	return sum
 }
 
 func (r loadResult) requests() int {
@@ -254,10 +297,16 @@ const wrkScript = `
 paths = {%s}
 wrk.headers["Authorization"] = "Bearer %s"
 wrk.headers["user-type"] = "business"
+-- The requests are formatted once per thread: the generator shares the
+-- cores with the service, so each of its microseconds is taken from it.
+local reqs = {}
 local i = 0
+init = function(args)
+  for k, p in ipairs(paths) do reqs[k] = wrk.format("GET", p) end
+end
 request = function()
   i = i + 1
-  return wrk.format("GET", paths[(i %% #paths) + 1])
+  return reqs[(i %% #reqs) + 1]
 end
 done = function(s, latency, requests)
   local e = s.errors
@@ -281,17 +330,28 @@ func (e *world) wrk(paths []string) (loadResult, error) {
 	if err := os.WriteFile(script, []byte(fmt.Sprintf(wrkScript, strings.Join(quoted, ", "), e.token)), 0o600); err != nil {
 		return r, err
 	}
-	run := func(d time.Duration) ([]byte, error) {
-		return exec.Command(bin, "-t", "2", "-c", fmt.Sprint(readClients), "-d", fmt.Sprintf("%ds", int(d.Seconds())), "-s", script, e.base).Output()
+	run := func(d time.Duration) (*exec.Cmd, []byte, error) {
+		cmd := exec.Command(bin, "-t", "2", "-c", fmt.Sprint(readClients), "-d", fmt.Sprintf("%ds", int(d.Seconds())), "-s", script, e.base)
+		out, err := cmd.Output()
+		return cmd, out, err
 	}
-	if _, err := run(time.Second); err != nil {
+	if _, _, err := run(time.Second); err != nil {
 		return r, err
 	}
-	out, err := run(readDuration)
+	svc, pg := procCPU(e.server.Process.Pid), postgresCPU()
+	reads, writes := procSyscalls(e.server.Process.Pid)
+	cmd, out, err := run(readDuration)
 	if err != nil {
 		return r, err
 	}
-	return parseWrk(out)
+	if r, err = parseWrk(out); err != nil {
+		return r, err
+	}
+	r.cpu.service, r.cpu.postgres = procCPU(e.server.Process.Pid)-svc, postgresCPU()-pg
+	r.cpu.reads, r.cpu.writes = procSyscalls(e.server.Process.Pid)
+	r.cpu.reads, r.cpu.writes = r.cpu.reads-reads, r.cpu.writes-writes
+	r.cpu.generator = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	return r, nil
 }
 
 // parseWrk reads the CBFIGURES line the scripts print.
@@ -350,6 +410,8 @@ func load(op func(i int) error) loadResult {
 		wg     sync.WaitGroup
 		start  = time.Now()
 		cutoff = start.Add(readDuration)
+		self   = procCPU(os.Getpid())
+		pg     = postgresCPU()
 	)
 	for c := range readClients {
 		wg.Add(1)
@@ -378,6 +440,8 @@ func load(op func(i int) error) loadResult {
 		}()
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := loadCPU{client: procCPU(os.Getpid()) - self, postgres: postgresCPU() - pg}
 	slices.Sort(all)
-	return loadResult{latencies: all, elapsed: time.Since(start), errors: errs, firstErr: first}
+	return loadResult{latencies: all, elapsed: elapsed, errors: errs, firstErr: first, cpu: cpu}
 }
