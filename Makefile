@@ -45,6 +45,8 @@ bench:
 		MEDPLUM_DIR="$$(bash scripts/install-medplum.sh)" && \
 		export VERSITYGW_BIN MEDPLUM_DIR && \
 		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench
+	@echo "== the HTTP edge of the business reads, in process (no sockets, no database)"
+	@$(GO) test -run '^$$' -bench BusinessReads -benchmem -count 3 ./adapters/httpapi
 
 ## fuzz: a short run of every fuzz target
 fuzz:
