@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -27,6 +28,9 @@ var statusOf = map[core.Kind]int{
 	core.KindTimeout:             http.StatusGatewayTimeout,
 }
 
+// statusClientClosed answers a request whose client hung up first.
+const statusClientClosed = 499
+
 // errorBody is the contract's error envelope.
 type errorBody struct {
 	Message string `json:"message"`
@@ -45,6 +49,15 @@ var (
 // kind gives the status, the envelope carries the code and a safe message.
 // Internal errors reach the client as internal_error and the log in full.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client hung up and the work stopped with it: not a failure
+		// of the service. 499 is nginx's "client closed request"; the log
+		// and the metrics show it, nobody reads the body.
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "client went away",
+			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
+		writeJSON(w, statusClientClosed, errorBody{Message: "The client closed the request", Status: "error", Code: "client_closed_request"})
+		return
+	}
 	var e *core.Error
 	if !errors.As(err, &e) || e.Kind == core.KindInternal {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",

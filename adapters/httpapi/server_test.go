@@ -480,3 +480,34 @@ func TestObserve_LogsAndCountsEachRequestByRoutePattern(t *testing.T) {
 		t.Errorf("request counts %v, want %v", counts, wantCounts)
 	}
 }
+
+func TestErrors_ClientThatHungUpIsNotAnInternalError(t *testing.T) {
+	var logs bytes.Buffer
+	st := &StorageMock{MetadataFunc: func(ctx context.Context, _ int64) (storage.Blob, error) {
+		<-ctx.Done()
+		return storage.Blob{}, fmt.Errorf("select blob: %w", ctx.Err())
+	}}
+	s := New(Config{
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)), Auth: tokens{}, Storage: st,
+		Registry: prometheus.NewRegistry(), Ready: func(context.Context) error { return nil },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest("GET", "/cloud-blob/metadata/3", nil).WithContext(ctx)
+	r.Header.Set("Authorization", "Bearer good-alice")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	if e := errEnvelope(t, w); w.Code != 499 || e.Code != "client_closed_request" {
+		t.Errorf("got %d %s, want 499 client_closed_request", w.Code, e.Code)
+	}
+	if strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "client went away") {
+		t.Errorf("a hang-up must be logged as such, not as an error:\n%s", logs.String())
+	}
+
+	// A cancellation the client did not cause (the request is live) stays
+	// an internal error.
+	st.MetadataFunc = func(context.Context, int64) (storage.Blob, error) { return storage.Blob{}, context.Canceled }
+	if w := do(t, s, "GET", "/cloud-blob/metadata/3", nil); w.Code != 500 {
+		t.Errorf("live request with a canceled error: got %d, want 500", w.Code)
+	}
+}
