@@ -1045,18 +1045,28 @@ func resetPeakRSS(pid int) bool {
 // findPID returns the process whose command line holds marker (the random
 // access key s3test gave versitygw), or 0.
 func findPID(marker string) int {
+	pids := pidsWhere("cmdline", func(cmdline []byte) bool { return bytes.Contains(cmdline, []byte(marker)) })
+	if len(pids) == 0 {
+		return 0
+	}
+	return pids[0]
+}
+
+// pidsWhere returns the processes, other than this one, whose /proc file
+// (such as "comm" or "cmdline") satisfies match.
+func pidsWhere(file string, match func([]byte) bool) []int {
 	entries, _ := os.ReadDir("/proc")
+	var pids []int
 	for _, d := range entries {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, []byte(marker)) {
-			return pid
+		if b, err := os.ReadFile(filepath.Join("/proc", d.Name(), file)); err == nil && match(b) {
+			pids = append(pids, pid)
 		}
 	}
-	return 0
+	return pids
 }
 
 func freeAddr(b *testing.B) string {

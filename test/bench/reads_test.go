@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -123,16 +123,16 @@ func BenchmarkBusinessReads(b *testing.B) {
 	}
 	fmt.Printf("service / direct rate: %.2f (target >= %.2f) %s;  service p99 %s (target < %s) %s\n",
 		ratio, readRatio, verdict(ratio >= readRatio), service.pct(99), readP99, verdict(service.pct(99) < readP99))
-	if c, d := service.cpu, direct.cpu; c.service > 0 && d.client > 0 {
+	if c, d := service.cpu, direct.cpu; c.server > 0 && d.client > 0 {
 		n, m := service.requests(), direct.requests()
 		fmt.Printf("CPU per request: service run %.0fµs = service %.0f + postgres %.0f + wrk %.0f (service: %.1f reads, %.1f writes);\n",
-			perRequest(c.service+c.postgres+c.generator, n), perRequest(c.service, n), perRequest(c.postgres, n), perRequest(c.generator, n),
+			perRequest(c.server+c.postgres+c.generator, n), perRequest(c.server, n), perRequest(c.postgres, n), perRequest(c.generator, n),
 			c.reads/float64(max(n, 1)), c.writes/float64(max(n, 1)))
 		fmt.Printf("                 direct run %.0fµs = pgx client %.0f + postgres %.0f\n",
 			perRequest(d.client+d.postgres, m), perRequest(d.client, m), perRequest(d.postgres, m))
 		if f, k := floor.cpu, floor.requests(); k > 0 {
 			fmt.Printf("                 /healthz run %.0fµs = service %.0f + wrk %.0f\n",
-				perRequest(f.service+f.generator, k), perRequest(f.service, k), perRequest(f.generator, k))
+				perRequest(f.server+f.generator, k), perRequest(f.server, k), perRequest(f.generator, k))
 		}
 	}
 	if floor.requests() > 0 {
@@ -240,13 +240,13 @@ type loadResult struct {
 	cpu loadCPU // during the timed window; zeros where /proc is missing
 }
 
-// loadCPU is where the cores went during a timed window: CPU seconds of
-// the service, of every PostgreSQL process, of the load generator (wrk) or
-// of the bench process (the direct pgx client), and the service's read and
-// write system calls.
+// loadCPU is where the cores went during a timed window: the bench
+// process (the direct pgx client), the service and its system calls, as
+// for the blob runs, plus every PostgreSQL process and the load generator
+// (wrk).
 type loadCPU struct {
-	service, postgres, generator, client float64
-	reads, writes                        float64
+	cpuTimes
+	postgres, generator float64
 }
 
 // perRequest is s seconds spread over n requests, in microseconds.
@@ -255,16 +255,9 @@ func perRequest(s float64, n int) float64 { return s / float64(max(n, 1)) * 1e6 
 // postgresCPU returns the CPU seconds of every process named postgres
 // (the server and its backends) so far.
 func postgresCPU() float64 {
-	entries, _ := os.ReadDir("/proc")
 	var sum float64
-	for _, d := range entries {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm")); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-			sum += procCPU(pid)
-		}
+	for _, pid := range pidsWhere("comm", func(comm []byte) bool { return string(bytes.TrimSpace(comm)) == "postgres" }) {
+		sum += procCPU(pid)
 	}
 	return sum
 }
@@ -338,8 +331,7 @@ func (e *world) wrk(paths []string) (loadResult, error) {
 	if _, _, err := run(time.Second); err != nil {
 		return r, err
 	}
-	svc, pg := procCPU(e.server.Process.Pid), postgresCPU()
-	reads, writes := procSyscalls(e.server.Process.Pid)
+	before, pg := e.cpu(), postgresCPU()
 	cmd, out, err := run(readDuration)
 	if err != nil {
 		return r, err
@@ -347,10 +339,11 @@ func (e *world) wrk(paths []string) (loadResult, error) {
 	if r, err = parseWrk(out); err != nil {
 		return r, err
 	}
-	r.cpu.service, r.cpu.postgres = procCPU(e.server.Process.Pid)-svc, postgresCPU()-pg
-	r.cpu.reads, r.cpu.writes = procSyscalls(e.server.Process.Pid)
-	r.cpu.reads, r.cpu.writes = r.cpu.reads-reads, r.cpu.writes-writes
-	r.cpu.generator = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	r.cpu = loadCPU{
+		cpuTimes:  e.cpu().sub(before),
+		postgres:  postgresCPU() - pg,
+		generator: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
+	}
 	return r, nil
 }
 
@@ -441,7 +434,7 @@ func load(op func(i int) error) loadResult {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := loadCPU{client: procCPU(os.Getpid()) - self, postgres: postgresCPU() - pg}
+	cpu := loadCPU{cpuTimes: cpuTimes{client: procCPU(os.Getpid()) - self}, postgres: postgresCPU() - pg}
 	slices.Sort(all)
 	return loadResult{latencies: all, elapsed: elapsed, errors: errs, firstErr: first, cpu: cpu}
 }
