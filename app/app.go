@@ -54,6 +54,9 @@ type Config struct {
 	CacheKey        []byte            // encrypts cached search results in Redis
 	SearchCacheTTL  time.Duration
 	SearchRateLimit int // searches per minute per caller (0: unlimited)
+	// IdempotencyKey keys the Idempotency-Key fingerprints; required with
+	// an integration EHR, the same for every instance.
+	IdempotencyKey []byte
 }
 
 // App is the running service.
@@ -115,7 +118,10 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	}
 	a.closers = append(a.closers, ehrs.closers...)
 	search := ehr.NewService(ehrs.systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
-	integration := ehr.NewIntegration(ehrs.scheduler, a.db, a.db.Idempotency())
+	if ehrs.scheduler != nil && len(cfg.IdempotencyKey) == 0 {
+		return errors.New("EHR_CREDENTIALS_KEY: is required with integration.ehr: it keys the Idempotency-Key fingerprints")
+	}
+	integration := ehr.NewIntegration(ehrs.scheduler, a.db, a.db.Idempotency(), a.db.Bookings(), cfg.IdempotencyKey)
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

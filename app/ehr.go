@@ -44,6 +44,7 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (*ehrs, error) {
 			RequestsPerMinute: s.RateLimit.RequestsPerMinute,
 			Timeout:           s.Timeout,
 			RetryAttempts:     s.RetryAttempts,
+			Logger:            log.With("component", "ehrhttp", "ehr", s.Name),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)

@@ -2,9 +2,17 @@ package core
 
 import "context"
 
-// Actor is the authenticated caller: the token's subject.
+// Actor is the authenticated caller: the token's subject and the SMART
+// scopes it was granted.
 type Actor struct {
 	Subject string
+	Scopes  []Scope
+}
+
+// Allows reports whether the actor's scopes grant perm on resource in
+// context.
+func (a Actor) Allows(context, resource string, perm byte) bool {
+	return Allows(a.Scopes, context, resource, perm)
 }
 
 type actorKey struct{}

@@ -37,6 +37,8 @@ type Error struct {
 	Err     error
 	// RetryAfter tells a rate-limited client when to try again (0: unsaid).
 	RetryAfter time.Duration
+	// Scope names a scope that would allow the operation (insufficient_scope).
+	Scope string
 }
 
 func (e *Error) Error() string {

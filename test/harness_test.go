@@ -80,6 +80,7 @@ func (w *world) start(edit func(*app.Config)) *server {
 		MaxUploadBytes:  4 << 20,
 		OIDCIssuerURL:   w.issuer.URL(),
 		OIDCAudience:    audience,
+		IdempotencyKey:  key(9),
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -102,7 +103,21 @@ func (w *world) start(edit func(*app.Config)) *server {
 	return &server{world: w, base: "http://" + a.Addr()}
 }
 
-func (w *world) token(sub string) string { return w.issuer.Token(w.t, sub, audience, time.Hour) }
+// staffScopes are the scopes of a member of staff (a dev token's).
+const staffScopes = "user/Patient.rs user/Appointment.cruds"
+
+// token is a member of staff's token for sub.
+func (w *world) token(sub string) string { return w.scopedToken(sub, staffScopes) }
+
+// scopedToken is a token for sub with the given scope claim ("" leaves it
+// out).
+func (w *world) scopedToken(sub, scope string) string {
+	c := w.issuer.Claims(sub, audience, time.Hour)
+	if scope != "" {
+		c["scope"] = scope
+	}
+	return w.issuer.Sign(w.t, c)
+}
 
 // response is a finished HTTP exchange.
 type response struct {

@@ -123,8 +123,8 @@ func (v *Verifier) Authenticate(ctx context.Context, rawToken string) (core.Acto
 		return core.Actor{}, ErrInvalidToken.Wrap(errors.New("token too large"))
 	}
 	// A token in the cache passed every check below when it was put there.
-	if sub, ok := v.cache.get(raw, v.now()); ok {
-		return core.Actor{Subject: sub}, nil
+	if actor, ok := v.cache.get(raw, v.now()); ok {
+		return actor, nil
 	}
 	if strings.ContainsFunc(raw, notCompactJWS) {
 		// go-jose strips white space inside a token; a bearer token has
@@ -148,8 +148,10 @@ func (v *Verifier) Authenticate(ctx context.Context, rawToken string) (core.Acto
 	// The signature, issuer, audience and expiry are good; what follows
 	// are our own rules, so the messages may be specific.
 	var claims struct {
-		Expiry    *json.Number `json:"exp"`
-		NotBefore *json.Number `json:"nbf"`
+		Expiry    *json.Number    `json:"exp"`
+		NotBefore *json.Number    `json:"nbf"`
+		Scope     json.RawMessage `json:"scope"`
+		Scp       json.RawMessage `json:"scp"`
 	}
 	if err := tok.Claims(&claims); err != nil {
 		return core.Actor{}, ErrInvalidToken.Wrap(fmt.Errorf("decode claims: %w", err))
@@ -171,8 +173,33 @@ func (v *Verifier) Authenticate(ctx context.Context, rawToken string) (core.Acto
 	if err := checkSubject(tok.Subject); err != nil {
 		return core.Actor{}, ErrInvalidToken.WithMessage("Bearer token has no valid subject").Wrap(err)
 	}
-	v.cache.put(raw, tok.Subject, tok.Expiry, v.now())
-	return core.Actor{Subject: tok.Subject}, nil
+	actor := core.Actor{Subject: tok.Subject, Scopes: scopes(claims.Scope, claims.Scp)}
+	v.cache.put(raw, actor, tok.Expiry, v.now())
+	return actor, nil
+}
+
+// scopes reads the OAuth2 scopes of the claims scope and scp, each a
+// space-separated string or an array of strings; both count when both are
+// present. A claim of any other shape makes a token with no scopes at all
+// (fail closed), never an error.
+func scopes(claims ...json.RawMessage) []core.Scope {
+	var values []string
+	for _, c := range claims {
+		if len(c) == 0 || string(c) == "null" {
+			continue
+		}
+		var one string
+		if err := json.Unmarshal(c, &one); err == nil {
+			values = append(values, one)
+			continue
+		}
+		var many []string
+		if err := json.Unmarshal(c, &many); err != nil {
+			return nil
+		}
+		values = append(values, many...)
+	}
+	return core.ParseScopes(values...)
 }
 
 // notCompactJWS reports whether r cannot appear in a compact JWS

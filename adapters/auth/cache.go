@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/carebridge/carebridge/core"
 )
 
 // DefaultCacheTTL is how long a verified token is trusted without checking
@@ -26,8 +28,8 @@ type tokenCache struct {
 }
 
 type cached struct {
-	subject string
-	until   time.Time // min(exp, verified + ttl)
+	actor core.Actor
+	until time.Time // min(exp, verified + ttl)
 }
 
 func newTokenCache(ttl time.Duration) *tokenCache {
@@ -37,20 +39,20 @@ func newTokenCache(ttl time.Duration) *tokenCache {
 	return &tokenCache{ttl: ttl, entries: map[string]cached{}}
 }
 
-func (c *tokenCache) get(raw string, now time.Time) (string, bool) {
+func (c *tokenCache) get(raw string, now time.Time) (core.Actor, bool) {
 	if c == nil {
-		return "", false
+		return core.Actor{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[raw]
 	if !ok || !now.Before(e.until) {
-		return "", false
+		return core.Actor{}, false
 	}
-	return e.subject, true
+	return e.actor, true
 }
 
-func (c *tokenCache) put(raw, subject string, exp, now time.Time) {
+func (c *tokenCache) put(raw string, actor core.Actor, exp, now time.Time) {
 	if c == nil {
 		return
 	}
@@ -70,5 +72,5 @@ func (c *tokenCache) put(raw, subject string, exp, now time.Time) {
 			clear(c.entries)
 		}
 	}
-	c.entries[strings.Clone(raw)] = cached{subject: subject, until: until}
+	c.entries[strings.Clone(raw)] = cached{actor: actor, until: until}
 }

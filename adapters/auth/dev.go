@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -40,10 +41,14 @@ func NewDev(key *ecdsa.PrivateKey, audience string, opts ...Option) (*Verifier, 
 	return newVerifier(DevIssuer, keys, audience, []string{oidc.ES256}, buildOptions(opts)), nil
 }
 
+// DevScopes are the scopes of a dev token minted without any: a member of
+// staff's, who may search patients and act on every appointment.
+const DevScopes = "user/Patient.rs user/Appointment.cruds"
+
 // MintDevToken returns an ES256 JWT signed by key for subject and audience,
-// with iss DevIssuer, iat and nbf now, exp now+ttl, and the key's RFC 7638
-// thumbprint as kid.
-func MintDevToken(key *ecdsa.PrivateKey, audience, subject string, ttl time.Duration) (string, error) {
+// with iss DevIssuer, iat and nbf now, exp now+ttl, the key's RFC 7638
+// thumbprint as kid, and scope (space-separated; "" leaves the claim out).
+func MintDevToken(key *ecdsa.PrivateKey, audience, subject, scope string, ttl time.Duration) (string, error) {
 	if err := checkDevKey(key); err != nil {
 		return "", err
 	}
@@ -67,14 +72,18 @@ func MintDevToken(key *ecdsa.PrivateKey, audience, subject string, ttl time.Dura
 		return "", fmt.Errorf("mint dev token: %w", err)
 	}
 	now := time.Now()
-	payload, err := json.Marshal(map[string]any{
+	claims := map[string]any{
 		"iss": DevIssuer,
 		"aud": audience,
 		"sub": subject,
 		"iat": now.Unix(),
 		"nbf": now.Unix(),
 		"exp": now.Add(ttl).Unix(),
-	})
+	}
+	if scope = strings.Join(strings.Fields(scope), " "); scope != "" {
+		claims["scope"] = scope
+	}
+	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", fmt.Errorf("mint dev token: %w", err)
 	}

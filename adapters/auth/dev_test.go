@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -37,7 +38,7 @@ func newDev(t *testing.T, key *ecdsa.PrivateKey, opts ...auth.Option) *auth.Veri
 
 func mint(t *testing.T, key *ecdsa.PrivateKey, aud, sub string, ttl time.Duration) string {
 	t.Helper()
-	tok, err := auth.MintDevToken(key, aud, sub, ttl)
+	tok, err := auth.MintDevToken(key, aud, sub, "", ttl)
 	if err != nil {
 		t.Fatalf("MintDevToken: %v", err)
 	}
@@ -123,7 +124,7 @@ func TestMintDevToken_RejectsBadArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tok, err := auth.MintDevToken(tt.key, tt.aud, tt.sub, tt.ttl); err == nil {
+			if tok, err := auth.MintDevToken(tt.key, tt.aud, tt.sub, "", tt.ttl); err == nil {
 				t.Fatalf("MintDevToken = %q, want an error", tok)
 			}
 		})
@@ -260,4 +261,24 @@ func decodeJWT(t *testing.T, tok string) (header, claims map[string]any) {
 		}
 	}
 	return header, claims
+}
+
+func TestDev_MintedTokenCarriesScopes(t *testing.T) {
+	key := devKey(t)
+	v := newDev(t, key)
+	tok, err := auth.MintDevToken(key, audience, "dev-user", auth.DevScopes, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actor, err := v.Authenticate(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !actor.Allows("user", "Patient", 's') || !actor.Allows("user", "Appointment", 'u') || actor.Allows("system", "Patient", 's') {
+		t.Fatalf("scopes = %+v, want the staff scopes %q", actor.Scopes, auth.DevScopes)
+	}
+	none, err := v.Authenticate(context.Background(), mint(t, key, audience, "dev-user", time.Hour))
+	if err != nil || none.Scopes != nil {
+		t.Fatalf("a token minted without scopes has %+v (%v)", none.Scopes, err)
+	}
 }

@@ -50,7 +50,7 @@ func assertAuth(t *testing.T, v *auth.Verifier, token, wantSub, wantCode string)
 			e.Kind, e.Code, err, core.KindUnauthenticated, wantCode)
 	}
 	t.Logf("refused: %v", err)
-	if actor != (core.Actor{}) {
+	if actor.Subject != "" || actor.Scopes != nil {
 		t.Fatalf("Authenticate returned actor %+v with an error", actor)
 	}
 	if token = strings.TrimSpace(token); len(token) > 8 {

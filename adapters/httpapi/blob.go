@@ -122,6 +122,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.uploaded.Add(float64(blob.Size))
+	auditResource(r.Context(), strconv.FormatInt(blob.ID, 10))
 	writeJSON(w, http.StatusCreated, newBlobResponse(blob))
 }
 

@@ -74,6 +74,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Kind == core.KindUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	}
+	if e.Code == core.ErrInsufficientScope.Code && e.Scope != "" {
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+e.Scope+`"`)
+	}
 	if e == errMethodNotAllowed {
 		status = http.StatusMethodNotAllowed
 	}

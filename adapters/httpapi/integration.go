@@ -9,15 +9,19 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/carebridge/carebridge/core/audit"
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
 func (s *Server) integrationRoutes(r *mux.Router) {
 	auth := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
-	r.Handle("/appointment/customer", auth(s.book)).Methods(http.MethodPost)
-	r.Handle("/appointment", auth(s.listAppointments)).Methods(http.MethodGet)
-	r.Handle("/appointment/customer/{id}/cancel", auth(s.cancelAppointment)).Methods(http.MethodPut)
-	r.Handle("/appointment/{id}/reschedule", auth(s.rescheduleAppointment)).Methods(http.MethodPost)
+	appt := func(action audit.Action, h http.HandlerFunc) http.Handler {
+		return s.audited(action, "appointment", s.authenticate(h))
+	}
+	r.Handle("/appointment/customer", appt(audit.AppointmentCreate, s.book)).Methods(http.MethodPost)
+	r.Handle("/appointment", appt(audit.AppointmentList, s.listAppointments)).Methods(http.MethodGet)
+	r.Handle("/appointment/customer/{id}/cancel", appt(audit.AppointmentCancel, s.cancelAppointment)).Methods(http.MethodPut)
+	r.Handle("/appointment/{id}/reschedule", appt(audit.AppointmentReschedule, s.rescheduleAppointment)).Methods(http.MethodPost)
 	r.Handle("/agents", auth(s.listAgents)).Methods(http.MethodGet)
 	r.Handle("/agents/{id}", auth(s.getAgent)).Methods(http.MethodGet)
 	r.Handle("/agents/{id}/availability", auth(s.availability)).Methods(http.MethodGet)
@@ -31,7 +35,7 @@ type appointmentResponse struct {
 	Status     string             `json:"status"`
 	Reason     string             `json:"reason"`
 	LocationID *string            `json:"locationId"`
-	Patient    ehr.PatientContact `json:"patient"`
+	Patient    patientContactJSON `json:"patient"`
 	Source     string             `json:"source"`
 	ExternalID string             `json:"externalId"`
 	CreatedAt  *time.Time         `json:"createdAt"`
@@ -48,7 +52,7 @@ func optionalTime(t time.Time) *time.Time {
 func newAppointmentResponse(a ehr.Appointment) appointmentResponse {
 	return appointmentResponse{
 		ID: a.ID, AgentID: a.AgentID, Start: a.Start, End: a.End, Status: string(a.Status), Reason: a.Reason,
-		LocationID: optional(a.LocationID), Patient: a.Patient, Source: a.Source, ExternalID: a.ExternalID,
+		LocationID: optional(a.LocationID), Patient: newPatientContact(a.Patient), Source: a.Source, ExternalID: a.ExternalID,
 		CreatedAt: optionalTime(a.CreatedAt), UpdatedAt: optionalTime(a.UpdatedAt),
 	}
 }
@@ -95,7 +99,7 @@ type bookingRequest struct {
 	DurationMinutes int                `json:"durationMinutes"`
 	Reason          string             `json:"reason"`
 	LocationID      string             `json:"locationId"`
-	Patient         ehr.PatientContact `json:"patient"`
+	Patient         patientContactJSON `json:"patient"`
 }
 
 func (s *Server) book(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +110,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.integration.Book(r.Context(), ehr.BookingRequest{
 		AgentID: req.AgentID, Start: req.Start, End: req.End, DurationMinutes: req.DurationMinutes,
-		Reason: req.Reason, LocationID: req.LocationID, Patient: req.Patient,
+		Reason: req.Reason, LocationID: req.LocationID, Patient: req.Patient.contact(),
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
 	if b.Replayed {
@@ -116,6 +120,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	auditResource(r.Context(), b.Appointment.ID)
 	writeSuccess(w, http.StatusCreated, "Appointment created successfully", newAppointmentResponse(b.Appointment))
 }
 
@@ -177,6 +182,7 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	auditDetail(r.Context(), map[string]any{"results": len(p.Items)})
 	writeSuccess(w, http.StatusOK, "Appointments fetched successfully", newPage(p, newAppointmentResponse))
 }
 

@@ -22,7 +22,9 @@ import (
 // context value carries it to the handlers and back.
 type requestInfo struct {
 	id    string
-	route string // the matched route's pattern, set by routeName
+	route string       // the matched route's pattern, set by routeName
+	actor string       // the caller's subject, set by authenticate
+	audit *auditRecord // set on audited routes
 }
 
 type infoKey struct{}
@@ -188,6 +190,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if err != nil {
 			s.writeError(w, r, err)
 			return
+		}
+		if i, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+			i.actor = actor.Subject
 		}
 		next.ServeHTTP(w, r.WithContext(core.WithActor(r.Context(), actor)))
 	})

@@ -41,29 +41,31 @@ type searchMetadata struct {
 	SearchTime string            `json:"searchTime"`
 	Sources    []string          `json:"sources"`
 	CacheHit   bool              `json:"cacheHit"`
-	Errors     []ehr.SourceError `json:"errors,omitempty"`
+	Errors     []sourceErrorJSON `json:"errors,omitempty"`
 }
 
 // personResponse is one result item: one person, with every EHR record of
 // them in sources.
 type personResponse struct {
-	ID          string             `json:"id"`
-	Source      string             `json:"source"`
-	Sources     []ehr.SourceRef    `json:"sources"`
-	Name        ehr.HumanName      `json:"name"`
-	BirthDate   *string            `json:"birthDate"`
-	Gender      *string            `json:"gender"`
-	Identifiers []ehr.Identifier   `json:"identifiers"`
-	Telecom     []ehr.ContactPoint `json:"telecom"`
-	Address     []ehr.Address      `json:"address"`
-	RecordType  string             `json:"recordType"`
-	LastUpdated *time.Time         `json:"lastUpdated"`
+	ID          string           `json:"id"`
+	Source      string           `json:"source"`
+	Sources     []sourceRefJSON  `json:"sources"`
+	Name        nameJSON         `json:"name"`
+	BirthDate   *string          `json:"birthDate"`
+	Gender      *string          `json:"gender"`
+	Identifiers []identifierJSON `json:"identifiers"`
+	Telecom     []telecomJSON    `json:"telecom"`
+	Address     []addressJSON    `json:"address"`
+	RecordType  string           `json:"recordType"`
+	LastUpdated *time.Time       `json:"lastUpdated"`
 }
 
 func newPersonResponse(p ehr.Person) personResponse {
 	r := personResponse{
-		ID: p.ID, Sources: p.Sources, Name: p.Name, BirthDate: optional(p.BirthDate), Gender: optional(p.Gender),
-		Identifiers: p.Identifiers, Telecom: p.Telecom, Address: p.Address, RecordType: "patient",
+		ID: p.ID, Sources: convertAll(p.Sources, newSourceRef), Name: newName(p.Name),
+		BirthDate: optional(p.BirthDate), Gender: optional(p.Gender),
+		Identifiers: convertAll(p.Identifiers, newIdentifier), Telecom: convertAll(p.Telecom, newTelecom),
+		Address: convertAll(p.Address, newAddress), RecordType: "patient",
 	}
 	if len(p.Sources) > 0 {
 		r.Source = p.Sources[0].Source
@@ -97,11 +99,12 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		RequestID: res.RequestID,
 		Status:    res.Status,
 		Data:      searchData{Results: make([]personResponse, len(res.Results)), TotalCount: res.TotalCount, Page: res.Page, Limit: res.Limit},
-		Metadata:  searchMetadata{SearchTime: fmt.Sprintf("%dms", res.SearchTime.Milliseconds()), Sources: res.Sources, CacheHit: res.CacheHit, Errors: res.Errors},
+		Metadata:  searchMetadata{SearchTime: fmt.Sprintf("%dms", res.SearchTime.Milliseconds()), Sources: res.Sources, CacheHit: res.CacheHit, Errors: newSourceErrors(res.Errors)},
 	}
 	for i, p := range res.Results {
 		out.Data.Results[i] = newPersonResponse(p)
 	}
+	auditDetail(r.Context(), map[string]any{"results": len(res.Results), "sources": res.Sources, "cacheHit": res.CacheHit})
 	status := http.StatusOK
 	switch {
 	case res.Status == ehr.StatusError && res.AllTimedOut():

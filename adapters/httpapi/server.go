@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/audit"
 	"github.com/carebridge/carebridge/ports"
 )
 
@@ -33,6 +34,9 @@ type Config struct {
 	Search      ports.Search
 	Integration ports.Integration
 	Registry    *prometheus.Registry
+	// Audit keeps the audit trail of the blob, search and appointment
+	// endpoints; nil audits nothing (unit tests only).
+	Audit Auditor
 	// Ready reports whether the dependencies (database, blob store) answer.
 	Ready              func(ctx context.Context) error
 	MaxUploadBytes     int64
@@ -50,6 +54,7 @@ type Server struct {
 	business     ports.Business
 	searcher     ports.Search
 	integration  ports.Integration
+	auditor      Auditor
 	ready        func(ctx context.Context) error
 	maxUpload    int64
 	corsOrigins  []string
@@ -68,6 +73,7 @@ func New(cfg Config) *Server {
 		business:     cfg.Business,
 		searcher:     cfg.Search,
 		integration:  cfg.Integration,
+		auditor:      cfg.Audit,
 		ready:        cfg.Ready,
 		maxUpload:    cfg.MaxUploadBytes,
 		corsOrigins:  cfg.CORSAllowedOrigins,
@@ -77,6 +83,9 @@ func New(cfg Config) *Server {
 	}
 	if s.stallTimeout == 0 {
 		s.stallTimeout = 30 * time.Second
+	}
+	if s.auditor == nil {
+		s.auditor = noAudit{}
 	}
 
 	r := mux.NewRouter()
@@ -91,15 +100,16 @@ func New(cfg Config) *Server {
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
 	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
-	r.Handle("/api/v1/search", s.authenticate(http.HandlerFunc(s.search))).Methods(http.MethodPost)
+	r.Handle("/api/v1/search", s.audited(audit.PatientSearch, "patient", s.authenticate(http.HandlerFunc(s.search)))).Methods(http.MethodPost)
 	s.integrationRoutes(r)
 
-	api := r.PathPrefix("/cloud-blob").Subrouter()
-	api.Use(s.authenticate)
-	api.HandleFunc("/upload", s.upload).Methods(http.MethodPost)
-	api.HandleFunc("/download/{id}", s.download).Methods(http.MethodGet)
-	api.HandleFunc("/metadata/{id}", s.metadata).Methods(http.MethodGet)
-	api.HandleFunc("/{id}", s.deleteBlob).Methods(http.MethodDelete)
+	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {
+		return s.audited(action, "blob", s.authenticate(h))
+	}
+	r.Handle("/cloud-blob/upload", blob(audit.BlobUpload, s.upload)).Methods(http.MethodPost)
+	r.Handle("/cloud-blob/download/{id}", blob(audit.BlobDownload, s.download)).Methods(http.MethodGet)
+	r.Handle("/cloud-blob/metadata/{id}", blob(audit.BlobMetadata, s.metadata)).Methods(http.MethodGet)
+	r.Handle("/cloud-blob/{id}", blob(audit.BlobDelete, s.deleteBlob)).Methods(http.MethodDelete)
 
 	s.handler = s.observe(s.cors(r))
 	return s

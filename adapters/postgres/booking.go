@@ -11,9 +11,14 @@ import (
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-// staleClaim is how long a claimed Idempotency-Key without an outcome
-// blocks a repeat; after it the first request is taken to have died.
-const staleClaim = 2 * time.Minute
+const (
+	// staleClaim is how long a claimed Idempotency-Key without an outcome
+	// blocks a repeat; after it the first request is taken to have died.
+	staleClaim = 2 * time.Minute
+	// IdempotencyRetention is how long an Idempotency-Key is remembered;
+	// after it the key may be used afresh, and PurgeIdempotency removes it.
+	IdempotencyRetention = 24 * time.Hour
+)
 
 // WithLock runs fn holding the PostgreSQL advisory lock named key, so one
 // agent's calendar check and booking run one at a time across instances.
@@ -53,9 +58,10 @@ var _ ehr.IdempotencyStore = (*Idempotency)(nil)
 func (r *Idempotency) Claim(ctx context.Context, subject, key, fingerprint string) ([]byte, bool, error) {
 	tag, err := r.db.Exec(ctx, `
 		INSERT INTO idempotency_keys (subject, key, fingerprint) VALUES ($1, $2, $3)
-		ON CONFLICT (subject, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now()
-		WHERE idempotency_keys.outcome IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => $4)`,
-		subject, key, fingerprint, staleClaim.Seconds())
+		ON CONFLICT (subject, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now(), outcome = NULL, completed_at = NULL
+		WHERE (idempotency_keys.outcome IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => $4))
+		   OR idempotency_keys.created_at < now() - make_interval(secs => $5)`,
+		subject, key, fingerprint, staleClaim.Seconds(), IdempotencyRetention.Seconds())
 	if err != nil {
 		return nil, false, fmt.Errorf("claim idempotency key: %w", err)
 	}
@@ -79,14 +85,34 @@ func (r *Idempotency) Claim(ctx context.Context, subject, key, fingerprint strin
 	return outcome, true, nil
 }
 
-// Complete stores the outcome of a claimed key.
-func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome []byte) error {
-	_, err := r.db.Exec(ctx, `UPDATE idempotency_keys SET outcome = $3, completed_at = now() WHERE subject = $1 AND key = $2`,
-		subject, key, outcome)
+// Complete stores the outcome of a claimed key and, when b is not nil,
+// records the booking, in one transaction.
+func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome []byte, b *ehr.Booking) error {
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE idempotency_keys SET outcome = $3, completed_at = now() WHERE subject = $1 AND key = $2`,
+			subject, key, outcome); err != nil {
+			return err
+		}
+		if b == nil {
+			return nil
+		}
+		return recordBooking(ctx, tx, *b)
+	})
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
 	return nil
+}
+
+// PurgeIdempotency deletes the keys older than IdempotencyRetention and
+// returns how many went; several instances may run it at once.
+func (r *Idempotency) PurgeIdempotency(ctx context.Context) (int64, error) {
+	tag, err := r.db.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)`,
+		IdempotencyRetention.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // Release forgets a claimed key that has no outcome.
@@ -96,4 +122,49 @@ func (r *Idempotency) Release(ctx context.Context, subject, key string) error {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil
+}
+
+// Bookings is the record of who booked which appointment; it implements
+// ehr.BookingLog.
+type Bookings struct {
+	db dbtx
+}
+
+// Bookings returns the booking record.
+func (s *Store) Bookings() *Bookings { return &Bookings{db: s.pool} }
+
+var _ ehr.BookingLog = (*Bookings)(nil)
+
+func recordBooking(ctx context.Context, db dbtx, b ehr.Booking) error {
+	_, err := db.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+		b.Subject, b.AppointmentID)
+	return err
+}
+
+// Record stores b; recording it again changes nothing.
+func (r *Bookings) Record(ctx context.Context, b ehr.Booking) error {
+	if err := recordBooking(ctx, r.db, b); err != nil {
+		return fmt.Errorf("record booking: %w", err)
+	}
+	return nil
+}
+
+// BookedBy returns the ids of the appointments subject booked, oldest first.
+func (r *Bookings) BookedBy(ctx context.Context, subject string) ([]string, error) {
+	rows, _ := r.db.Query(ctx, `SELECT appointment_id FROM appointment_bookings WHERE subject = $1 ORDER BY created_at, appointment_id`, subject)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read bookings: %w", err)
+	}
+	return ids, nil
+}
+
+// IsBookedBy reports whether subject booked appointment id.
+func (r *Bookings) IsBookedBy(ctx context.Context, subject, id string) (bool, error) {
+	var ok bool
+	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM appointment_bookings WHERE subject = $1 AND appointment_id = $2)`, subject, id).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read bookings: %w", err)
+	}
+	return ok, nil
 }

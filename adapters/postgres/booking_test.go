@@ -62,11 +62,11 @@ func TestIntegrationIdempotency_ClaimCompleteReplay(t *testing.T) {
 	if _, _, err := idem.Claim(ctx, "alice", "k1", "fp-a"); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
 		t.Fatalf("claim while running: %v", err)
 	}
-	if err := idem.Complete(ctx, "alice", "k1", []byte(`{"appointment":{"ID":"a-1"}}`)); err != nil {
+	if err := idem.Complete(ctx, "alice", "k1", []byte(`{"appointmentId":"a-1","status":"booked"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	out, done, err := idem.Claim(ctx, "alice", "k1", "fp-a")
-	if err != nil || !done || string(out) != `{"appointment": {"ID": "a-1"}}` {
+	if err != nil || !done || string(out) != `{"status": "booked", "appointmentId": "a-1"}` {
 		t.Fatalf("replay: %q %v %v", out, done, err)
 	}
 	if _, _, err := idem.Claim(ctx, "alice", "k1", "fp-b"); !errors.Is(err, ehr.ErrIdempotencyKeyReused) {
@@ -80,5 +80,83 @@ func TestIntegrationIdempotency_ClaimCompleteReplay(t *testing.T) {
 	}
 	if _, done, err := idem.Claim(ctx, "bob", "k1", "fp-c"); err != nil || done {
 		t.Fatalf("after release: %v %v", done, err)
+	}
+}
+
+func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	idem, bookings := db.Idempotency(), db.Bookings()
+	if _, _, err := idem.Claim(ctx, "ana", "k1", "fp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := idem.Complete(ctx, "ana", "k1", []byte(`{"appointmentId":"a-2"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-1"}); err != nil {
+		t.Fatalf("recording again: %v", err)
+	}
+	if err := bookings.Record(ctx, ehr.Booking{Subject: "ben", AppointmentID: "b-1"}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := bookings.BookedBy(ctx, "ana")
+	if err != nil || len(ids) != 2 || ids[0] != "a-2" || ids[1] != "a-1" {
+		t.Fatalf("ana's bookings, oldest first: %v %v", ids, err)
+	}
+	for _, tt := range []struct {
+		sub, id string
+		want    bool
+	}{{"ana", "a-1", true}, {"ana", "a-2", true}, {"ana", "b-1", false}, {"ben", "b-1", true}, {"ben", "a-1", false}} {
+		if ok, err := bookings.IsBookedBy(ctx, tt.sub, tt.id); err != nil || ok != tt.want {
+			t.Errorf("IsBookedBy(%s, %s) = %v %v", tt.sub, tt.id, ok, err)
+		}
+	}
+
+	// A failing booking record fails the outcome with it: neither is kept.
+	if _, _, err := idem.Claim(ctx, "ana", "k2", "fp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `ALTER TABLE appointment_bookings ADD CONSTRAINT no_x CHECK (appointment_id <> 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := idem.Complete(ctx, "ana", "k2", []byte(`{"appointmentId":"x"}`), &ehr.Booking{Subject: "ana", AppointmentID: "x"}); err == nil {
+		t.Fatal("Complete succeeded with a booking that cannot be recorded")
+	}
+	if _, _, err := idem.Claim(ctx, "ana", "k2", "fp"); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
+		t.Fatalf("the outcome was kept without its booking: %v", err)
+	}
+}
+
+func TestIntegrationIdempotency_ExpiresAfterRetention(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	idem := db.Idempotency()
+	for _, k := range []string{"old", "new"} {
+		if _, _, err := idem.Claim(ctx, "ana", k, "fp-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := idem.Complete(ctx, "ana", k, []byte(`{"appointmentId":"a"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Pool().Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	// An expired key is a new request, even for another fingerprint.
+	if _, done, err := idem.Claim(ctx, "ana", "old", "fp-2"); err != nil || done {
+		t.Fatalf("claim of an expired key: %v %v", done, err)
+	}
+	if _, err := db.Pool().Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := idem.PurgeIdempotency(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("purge: %d %v", n, err)
+	}
+	if _, done, err := idem.Claim(ctx, "ana", "new", "fp-1"); err != nil || !done {
+		t.Fatalf("a fresh key was purged: %v %v", done, err)
 	}
 }

@@ -156,7 +156,18 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 		if credKey == nil {
 			bad("REDIS_URL", "needs EHR_CREDENTIALS_KEY, which encrypts the patient data cached in Redis")
 		}
-		cfg.CacheKey = cacheKey(credKey)
+		cfg.CacheKey = deriveKey(credKey, "carebridge/search-cache/v1")
+	}
+	// The Idempotency-Key fingerprints are keyed by a secret every instance
+	// shares: the EHR credentials key, else the blob master key.
+	secret := credKey
+	if secret == nil {
+		secret = cfg.EncryptionKey
+	}
+	if secret != nil {
+		cfg.IdempotencyKey = deriveKey(secret, "carebridge/idempotency/v1")
+	} else if cfg.EHR != nil && cfg.EHR.Integration.EHR != "" {
+		bad("EHR_CREDENTIALS_KEY", "is required with integration.ehr (or set CLOUD_STORAGE_ENCRYPTION_KEY): it keys the Idempotency-Key fingerprints")
 	}
 	cfg.SearchCacheTTL = defaultSearchCacheTTL
 	if v := getenv.or("SEARCH_CACHE_TTL", ""); v != "" {
@@ -176,14 +187,13 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 	}
 }
 
-// cacheKey derives the key that encrypts cached search results from the
-// EHR credentials key, so that every instance sharing a Redis agrees on it.
-func cacheKey(credKey []byte) []byte {
-	if credKey == nil {
-		return nil
-	}
-	m := hmac.New(sha256.New, credKey)
-	m.Write([]byte("carebridge/search-cache/v1"))
+// deriveKey derives a key for one purpose from a configured secret, so
+// that every instance sharing a store agrees on it: the key that encrypts
+// cached search results in Redis, the one that keys Idempotency-Key
+// fingerprints.
+func deriveKey(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
 	return m.Sum(nil)
 }
 

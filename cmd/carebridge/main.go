@@ -2,7 +2,7 @@
 //
 //	carebridge [serve]            run the HTTP service (migrates first)
 //	carebridge migrate            apply database migrations
-//	carebridge dev-token --sub S  print a token for AUTH_DEV_MODE
+//	carebridge dev-token --sub S [--scope "S1 S2"]  print a token for AUTH_DEV_MODE
 //	carebridge admin create-business | create-provider  seed data
 //	carebridge secrets encrypt    read a secret on stdin, print its enc:v1: form
 package main
@@ -46,7 +46,7 @@ func main() {
 	}
 }
 
-const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--ttl 1h] | secrets encrypt | admin ...]
+const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--scope "S1 S2"] [--ttl 1h] | secrets encrypt | admin ...]
 ` + adminUsage
 
 func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
@@ -96,6 +96,7 @@ func devToken(args []string, getenv env, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dev-token", flag.ContinueOnError)
 	sub := fs.String("sub", "", "subject (caller id) of the token")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")
+	scope := fs.String("scope", auth.DevScopes, "space-separated SMART scopes of the token (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func devToken(args []string, getenv env, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	token, err := auth.MintDevToken(key, getenv.or("OIDC_AUDIENCE", defaultAudience), *sub, *ttl)
+	token, err := auth.MintDevToken(key, getenv.or("OIDC_AUDIENCE", defaultAudience), *sub, *scope, *ttl)
 	if err != nil {
 		return err
 	}

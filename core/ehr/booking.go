@@ -1,7 +1,9 @@
 package ehr
 
 import (
+	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/carebridge/carebridge/core"
@@ -28,18 +31,32 @@ const (
 // Integration holds the appointment and agent use cases over the EHR that
 // integration.ehr names.
 type Integration struct {
-	ehr   Scheduler // nil: none configured
-	locks Locker
-	idem  IdempotencyStore
-	now   func() time.Time
+	ehr      Scheduler // nil: none configured
+	locks    Locker
+	idem     IdempotencyStore
+	bookings BookingLog
+	fpKey    []byte // keys the Idempotency-Key fingerprints
+	now      func() time.Time
 }
 
 // NewIntegration returns the use cases; scheduler may be nil when the EHR
 // systems file names no integration EHR (every call is then
-// ErrNoIntegration).
-func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore) *Integration {
-	return &Integration{ehr: scheduler, locks: locks, idem: idem, now: time.Now}
+// ErrNoIntegration). fingerprintKey keys the HMAC that tells one booking
+// request from another under the same Idempotency-Key; every instance
+// sharing a database must use the same key.
+func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore, bookings BookingLog, fingerprintKey []byte) *Integration {
+	return &Integration{ehr: scheduler, locks: locks, idem: idem, bookings: bookings, fpKey: fingerprintKey, now: time.Now}
 }
+
+// maxOwnAppointments bounds the appointments a patient-context listing
+// reads from the EHR, one by one; a caller with more is answered with an
+// error rather than a silently short list.
+const maxOwnAppointments = 500
+
+// ErrTooManyAppointments is a patient-context listing over
+// maxOwnAppointments.
+var ErrTooManyAppointments = &core.Error{Kind: core.KindUnavailable, Code: "too_many_appointments",
+	Message: "Too many appointments were booked with this token to list them; use a staff token"}
 
 // BookingRequest is an appointment as a customer asks for it; times are
 // RFC 3339 with an offset.
@@ -163,10 +180,17 @@ func validEmail(s string) bool {
 // Book creates an appointment after checking the request, the agent and
 // the agent's calendar. With an Idempotency-Key, a repeat returns the
 // first answer — the appointment or the failure — and books nothing new.
+//
+// Every booking is recorded with the caller's subject (with the
+// Idempotency-Key's outcome, in one transaction), so a patient-context
+// caller can later list, cancel and move what it booked, from any instance.
 func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
 		return Booked{}, core.ErrUnauthenticated
+	}
+	if _, err := appointmentReach(actor, core.PermCreate); err != nil {
+		return Booked{}, err
 	}
 	sch, err := s.scheduler()
 	if err != nil {
@@ -174,18 +198,24 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 	}
 	if r.IdempotencyKey == "" {
 		a, err := s.book(ctx, sch, r)
-		return Booked{Appointment: a}, err
+		if err != nil {
+			return Booked{}, err
+		}
+		if err := s.bookings.Record(context.WithoutCancel(ctx), Booking{Subject: actor.Subject, AppointmentID: a.ID}); err != nil {
+			return Booked{}, fmt.Errorf("record booking %s: %w", a.ID, err)
+		}
+		return Booked{Appointment: a}, nil
 	}
 	if len(r.IdempotencyKey) > 255 || strings.ContainsFunc(r.IdempotencyKey, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
 		return Booked{}, ErrInvalidIdempotencyKey
 	}
-	fp := fingerprint(r)
+	fp := s.fingerprint(actor.Subject, r)
 	stored, done, err := s.idem.Claim(ctx, actor.Subject, r.IdempotencyKey, fp)
 	if err != nil {
 		return Booked{}, err
 	}
 	if done {
-		return replay(stored)
+		return replay(ctx, sch, stored)
 	}
 	a, err := s.book(ctx, sch, r)
 	var ce *core.Error
@@ -194,15 +224,17 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 		_ = s.idem.Release(context.WithoutCancel(ctx), actor.Subject, r.IdempotencyKey)
 		return Booked{}, err
 	}
-	out := outcome{}
+	var out outcome
+	var booking *Booking
 	if err != nil {
 		out.Error = &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}
 	} else {
-		out.Appointment = &a
+		out.AppointmentID, out.Status = a.ID, string(a.Status)
+		booking = &Booking{Subject: actor.Subject, AppointmentID: a.ID}
 	}
 	raw, merr := json.Marshal(out)
 	if merr == nil {
-		merr = s.idem.Complete(context.WithoutCancel(ctx), actor.Subject, r.IdempotencyKey, raw)
+		merr = s.idem.Complete(context.WithoutCancel(ctx), actor.Subject, r.IdempotencyKey, raw, booking)
 	}
 	if merr != nil {
 		return Booked{}, fmt.Errorf("store idempotent outcome: %w", merr)
@@ -220,9 +252,13 @@ func isFinal(k core.Kind) bool {
 	return false
 }
 
+// outcome is what an Idempotency-Key keeps of its first answer: the
+// appointment's id and status (the appointment itself is read again from
+// the EHR on a repeat), or the failure. It never holds patient data.
 type outcome struct {
-	Appointment *Appointment `json:"appointment,omitempty"`
-	Error       *storedError `json:"error,omitempty"`
+	AppointmentID string       `json:"appointmentId,omitempty"`
+	Status        string       `json:"status,omitempty"`
+	Error         *storedError `json:"error,omitempty"`
 }
 
 type storedError struct {
@@ -231,7 +267,9 @@ type storedError struct {
 	Message string    `json:"message"`
 }
 
-func replay(raw []byte) (Booked, error) {
+// replay answers a repeated Idempotency-Key: the first failure again, or
+// the appointment it booked as the EHR has it now.
+func replay(ctx context.Context, sch Scheduler, raw []byte) (Booked, error) {
 	var out outcome
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return Booked{}, fmt.Errorf("stored idempotent outcome: %w", err)
@@ -239,19 +277,27 @@ func replay(raw []byte) (Booked, error) {
 	if out.Error != nil {
 		return Booked{Replayed: true}, &core.Error{Kind: out.Error.Kind, Code: out.Error.Code, Message: out.Error.Message}
 	}
-	if out.Appointment == nil {
+	if out.AppointmentID == "" {
 		return Booked{}, errors.New("stored idempotent outcome is empty")
 	}
-	return Booked{Appointment: *out.Appointment, Replayed: true}, nil
+	a, err := sch.GetAppointment(ctx, out.AppointmentID)
+	if err != nil {
+		return Booked{}, err
+	}
+	return Booked{Appointment: a, Replayed: true}, nil
 }
 
 // fingerprint identifies a booking request, so a key reused for another
-// request is told apart.
-func fingerprint(r BookingRequest) string {
+// request is told apart. It is an HMAC under the service's key: an
+// unkeyed hash of a patient's details could be matched against guesses.
+func (s *Integration) fingerprint(subject string, r BookingRequest) string {
 	r.IdempotencyKey = ""
 	raw, _ := json.Marshal(r) // a struct of strings and ints always marshals
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])
+	m := hmac.New(sha256.New, s.fpKey)
+	m.Write([]byte(subject))
+	m.Write([]byte{0})
+	m.Write(raw)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 func (s *Integration) book(ctx context.Context, sch Scheduler, r BookingRequest) (Appointment, error) {
@@ -317,7 +363,7 @@ func covers(periods []Period, start, end time.Time) bool {
 
 // Cancel cancels appointment id; a cancelled one is a conflict.
 func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointment, error) {
-	sch, err := s.authorized(ctx)
+	sch, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
@@ -337,7 +383,7 @@ func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointmen
 // Reschedule moves appointment id, with the checks of a booking; a
 // cancelled one is a conflict.
 func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (Appointment, error) {
-	sch, err := s.authorized(ctx)
+	sch, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
@@ -372,6 +418,34 @@ func (s *Integration) authorized(ctx context.Context) (Scheduler, error) {
 	return s.scheduler()
 }
 
+// mayChange checks that the caller may cancel or reschedule appointment
+// id: staff any, a patient only one it booked; any other id, existing or
+// not, is not found for it (before the EHR is asked).
+func (s *Integration) mayChange(ctx context.Context, id string) (Scheduler, error) {
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return nil, core.ErrUnauthenticated
+	}
+	r, err := appointmentReach(actor, core.PermUpdate)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := s.scheduler()
+	if err != nil {
+		return nil, err
+	}
+	if r == reachOwn {
+		mine, err := s.bookings.IsBookedBy(ctx, actor.Subject, id)
+		if err != nil {
+			return nil, fmt.Errorf("read bookings: %w", err)
+		}
+		if !mine {
+			return nil, ErrAppointmentNotFound
+		}
+	}
+	return sch, nil
+}
+
 // paging checks page and limit (defaults 1 and 20, limit at most 100).
 func paging(page, limit int, f *fieldErrors) (int, int) {
 	switch {
@@ -389,9 +463,19 @@ func paging(page, limit int, f *fieldErrors) (int, int) {
 	return page, limit
 }
 
-// Appointments lists appointments.
+// Appointments lists appointments: every one of the EHR for staff, those
+// the caller booked for a patient-context caller (the filters apply within
+// them).
 func (s *Integration) Appointments(ctx context.Context, flt AppointmentFilter) (Page[Appointment], error) {
-	sch, err := s.authorized(ctx)
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return Page[Appointment]{}, core.ErrUnauthenticated
+	}
+	r, err := appointmentReach(actor, core.PermSearch)
+	if err != nil {
+		return Page[Appointment]{}, err
+	}
+	sch, err := s.scheduler()
 	if err != nil {
 		return Page[Appointment]{}, err
 	}
@@ -406,7 +490,78 @@ func (s *Integration) Appointments(ctx context.Context, flt AppointmentFilter) (
 	if err := f.err(); err != nil {
 		return Page[Appointment]{}, err
 	}
+	if r == reachOwn {
+		return s.ownAppointments(ctx, sch, actor.Subject, flt)
+	}
 	return sch.ListAppointments(ctx, flt)
+}
+
+// ownAppointments lists the appointments subject booked, read one by one
+// from the EHR (a few at a time), filtered, ordered by start, and paged.
+// One the EHR no longer has is left out.
+func (s *Integration) ownAppointments(ctx context.Context, sch Scheduler, subject string, flt AppointmentFilter) (Page[Appointment], error) {
+	ids, err := s.bookings.BookedBy(ctx, subject)
+	if err != nil {
+		return Page[Appointment]{}, fmt.Errorf("read bookings: %w", err)
+	}
+	if len(ids) > maxOwnAppointments {
+		return Page[Appointment]{}, ErrTooManyAppointments
+	}
+	found := make([]*Appointment, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			a, err := sch.GetAppointment(ctx, id)
+			switch {
+			case err == nil:
+				found[i] = &a
+			case !errors.Is(err, ErrAppointmentNotFound):
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return Page[Appointment]{}, err
+	}
+	var all []Appointment
+	for _, a := range found {
+		if a != nil && flt.matches(*a) {
+			all = append(all, *a)
+		}
+	}
+	slices.SortFunc(all, func(a, b Appointment) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID)) })
+	from := min((flt.Page-1)*flt.Limit, len(all))
+	return Page[Appointment]{Items: all[from:min(from+flt.Limit, len(all))], TotalCount: len(all), Page: flt.Page, Limit: flt.Limit}, nil
+}
+
+// firstError is the first non-nil error of errs.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// matches applies the listing's filters to one appointment, as the EHR
+// adapters do.
+func (f AppointmentFilter) matches(a Appointment) bool {
+	switch {
+	case f.AgentID != "" && a.AgentID != f.AgentID,
+		f.Status != "" && a.Status != f.Status,
+		!f.From.IsZero() && a.Start.Before(f.From),
+		!f.To.IsZero() && !a.Start.Before(f.To),
+		f.PatientEmail != "" && !strings.EqualFold(strings.TrimSpace(f.PatientEmail), a.Patient.Email):
+		return false
+	}
+	return true
 }
 
 // Agents lists agents.

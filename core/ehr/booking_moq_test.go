@@ -99,7 +99,7 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprint string) ([]byte, bool, error) {
 //				panic("mock out the Claim method")
 //			},
-//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome []byte) error {
+//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error {
 //				panic("mock out the Complete method")
 //			},
 //			ReleaseFunc: func(ctx context.Context, subject string, key string) error {
@@ -116,7 +116,7 @@ type IdempotencyStoreMock struct {
 	ClaimFunc func(ctx context.Context, subject string, key string, fingerprint string) ([]byte, bool, error)
 
 	// CompleteFunc mocks the Complete method.
-	CompleteFunc func(ctx context.Context, subject string, key string, outcome []byte) error
+	CompleteFunc func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error
 
 	// ReleaseFunc mocks the Release method.
 	ReleaseFunc func(ctx context.Context, subject string, key string) error
@@ -144,6 +144,8 @@ type IdempotencyStoreMock struct {
 			Key string
 			// Outcome is the outcome argument value.
 			Outcome []byte
+			// Booking is the booking argument value.
+			Booking *Booking
 		}
 		// Release holds details about calls to the Release method.
 		Release []struct {
@@ -205,7 +207,7 @@ func (mock *IdempotencyStoreMock) ClaimCalls() []struct {
 }
 
 // Complete calls CompleteFunc.
-func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome []byte) error {
+func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error {
 	if mock.CompleteFunc == nil {
 		panic("IdempotencyStoreMock.CompleteFunc: method is nil but IdempotencyStore.Complete was just called")
 	}
@@ -214,16 +216,18 @@ func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, 
 		Subject string
 		Key     string
 		Outcome []byte
+		Booking *Booking
 	}{
 		Ctx:     ctx,
 		Subject: subject,
 		Key:     key,
 		Outcome: outcome,
+		Booking: booking,
 	}
 	mock.lockComplete.Lock()
 	mock.calls.Complete = append(mock.calls.Complete, callInfo)
 	mock.lockComplete.Unlock()
-	return mock.CompleteFunc(ctx, subject, key, outcome)
+	return mock.CompleteFunc(ctx, subject, key, outcome, booking)
 }
 
 // CompleteCalls gets all the calls that were made to Complete.
@@ -235,12 +239,14 @@ func (mock *IdempotencyStoreMock) CompleteCalls() []struct {
 	Subject string
 	Key     string
 	Outcome []byte
+	Booking *Booking
 } {
 	var calls []struct {
 		Ctx     context.Context
 		Subject string
 		Key     string
 		Outcome []byte
+		Booking *Booking
 	}
 	mock.lockComplete.RLock()
 	calls = mock.calls.Complete
@@ -285,5 +291,183 @@ func (mock *IdempotencyStoreMock) ReleaseCalls() []struct {
 	mock.lockRelease.RLock()
 	calls = mock.calls.Release
 	mock.lockRelease.RUnlock()
+	return calls
+}
+
+// Ensure, that BookingLogMock does implement BookingLog.
+// If this is not the case, regenerate this file with moq.
+var _ BookingLog = &BookingLogMock{}
+
+// BookingLogMock is a mock implementation of BookingLog.
+//
+//	func TestSomethingThatUsesBookingLog(t *testing.T) {
+//
+//		// make and configure a mocked BookingLog
+//		mockedBookingLog := &BookingLogMock{
+//			BookedByFunc: func(ctx context.Context, subject string) ([]string, error) {
+//				panic("mock out the BookedBy method")
+//			},
+//			IsBookedByFunc: func(ctx context.Context, subject string, id string) (bool, error) {
+//				panic("mock out the IsBookedBy method")
+//			},
+//			RecordFunc: func(ctx context.Context, b Booking) error {
+//				panic("mock out the Record method")
+//			},
+//		}
+//
+//		// use mockedBookingLog in code that requires BookingLog
+//		// and then make assertions.
+//
+//	}
+type BookingLogMock struct {
+	// BookedByFunc mocks the BookedBy method.
+	BookedByFunc func(ctx context.Context, subject string) ([]string, error)
+
+	// IsBookedByFunc mocks the IsBookedBy method.
+	IsBookedByFunc func(ctx context.Context, subject string, id string) (bool, error)
+
+	// RecordFunc mocks the Record method.
+	RecordFunc func(ctx context.Context, b Booking) error
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// BookedBy holds details about calls to the BookedBy method.
+		BookedBy []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Subject is the subject argument value.
+			Subject string
+		}
+		// IsBookedBy holds details about calls to the IsBookedBy method.
+		IsBookedBy []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Subject is the subject argument value.
+			Subject string
+			// ID is the id argument value.
+			ID string
+		}
+		// Record holds details about calls to the Record method.
+		Record []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// B is the b argument value.
+			B Booking
+		}
+	}
+	lockBookedBy   sync.RWMutex
+	lockIsBookedBy sync.RWMutex
+	lockRecord     sync.RWMutex
+}
+
+// BookedBy calls BookedByFunc.
+func (mock *BookingLogMock) BookedBy(ctx context.Context, subject string) ([]string, error) {
+	if mock.BookedByFunc == nil {
+		panic("BookingLogMock.BookedByFunc: method is nil but BookingLog.BookedBy was just called")
+	}
+	callInfo := struct {
+		Ctx     context.Context
+		Subject string
+	}{
+		Ctx:     ctx,
+		Subject: subject,
+	}
+	mock.lockBookedBy.Lock()
+	mock.calls.BookedBy = append(mock.calls.BookedBy, callInfo)
+	mock.lockBookedBy.Unlock()
+	return mock.BookedByFunc(ctx, subject)
+}
+
+// BookedByCalls gets all the calls that were made to BookedBy.
+// Check the length with:
+//
+//	len(mockedBookingLog.BookedByCalls())
+func (mock *BookingLogMock) BookedByCalls() []struct {
+	Ctx     context.Context
+	Subject string
+} {
+	var calls []struct {
+		Ctx     context.Context
+		Subject string
+	}
+	mock.lockBookedBy.RLock()
+	calls = mock.calls.BookedBy
+	mock.lockBookedBy.RUnlock()
+	return calls
+}
+
+// IsBookedBy calls IsBookedByFunc.
+func (mock *BookingLogMock) IsBookedBy(ctx context.Context, subject string, id string) (bool, error) {
+	if mock.IsBookedByFunc == nil {
+		panic("BookingLogMock.IsBookedByFunc: method is nil but BookingLog.IsBookedBy was just called")
+	}
+	callInfo := struct {
+		Ctx     context.Context
+		Subject string
+		ID      string
+	}{
+		Ctx:     ctx,
+		Subject: subject,
+		ID:      id,
+	}
+	mock.lockIsBookedBy.Lock()
+	mock.calls.IsBookedBy = append(mock.calls.IsBookedBy, callInfo)
+	mock.lockIsBookedBy.Unlock()
+	return mock.IsBookedByFunc(ctx, subject, id)
+}
+
+// IsBookedByCalls gets all the calls that were made to IsBookedBy.
+// Check the length with:
+//
+//	len(mockedBookingLog.IsBookedByCalls())
+func (mock *BookingLogMock) IsBookedByCalls() []struct {
+	Ctx     context.Context
+	Subject string
+	ID      string
+} {
+	var calls []struct {
+		Ctx     context.Context
+		Subject string
+		ID      string
+	}
+	mock.lockIsBookedBy.RLock()
+	calls = mock.calls.IsBookedBy
+	mock.lockIsBookedBy.RUnlock()
+	return calls
+}
+
+// Record calls RecordFunc.
+func (mock *BookingLogMock) Record(ctx context.Context, b Booking) error {
+	if mock.RecordFunc == nil {
+		panic("BookingLogMock.RecordFunc: method is nil but BookingLog.Record was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		B   Booking
+	}{
+		Ctx: ctx,
+		B:   b,
+	}
+	mock.lockRecord.Lock()
+	mock.calls.Record = append(mock.calls.Record, callInfo)
+	mock.lockRecord.Unlock()
+	return mock.RecordFunc(ctx, b)
+}
+
+// RecordCalls gets all the calls that were made to Record.
+// Check the length with:
+//
+//	len(mockedBookingLog.RecordCalls())
+func (mock *BookingLogMock) RecordCalls() []struct {
+	Ctx context.Context
+	B   Booking
+} {
+	var calls []struct {
+		Ctx context.Context
+		B   Booking
+	}
+	mock.lockRecord.RLock()
+	calls = mock.calls.Record
+	mock.lockRecord.RUnlock()
 	return calls
 }

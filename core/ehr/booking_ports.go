@@ -6,7 +6,7 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-//go:generate go tool moq -rm -out booking_moq_test.go . Locker IdempotencyStore
+//go:generate go tool moq -rm -out booking_moq_test.go . Locker IdempotencyStore BookingLog
 
 // Locker serialises the bookings of one agent across every instance of the
 // service (PostgreSQL advisory locks), so a check of the agent's calendar
@@ -15,7 +15,18 @@ type Locker interface {
 	WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error
 }
 
+// Booking records who booked an appointment through the service: a
+// patient-context caller sees and changes only the appointments booked with
+// its subject.
+type Booking struct {
+	Subject       string
+	AppointmentID string
+}
+
 // IdempotencyStore keeps the outcome of each Idempotency-Key per caller.
+// An outcome holds ids, statuses and failure codes only, never patient
+// data, and the fingerprint is keyed (HMAC): nothing stored reveals who the
+// appointment is for.
 type IdempotencyStore interface {
 	// Claim records key for subject and the request's fingerprint. For a
 	// new key it returns done false, and the caller must Complete or
@@ -23,10 +34,22 @@ type IdempotencyStore interface {
 	// done true. A key reused for another request is ErrIdempotencyKeyReused;
 	// one whose first request is still running is ErrIdempotencyInProgress.
 	Claim(ctx context.Context, subject, key, fingerprint string) (outcome []byte, done bool, err error)
-	// Complete stores the outcome of a claimed key.
-	Complete(ctx context.Context, subject, key string, outcome []byte) error
+	// Complete stores the outcome of a claimed key and, when booking is not
+	// nil, records the booking, in one transaction.
+	Complete(ctx context.Context, subject, key string, outcome []byte, booking *Booking) error
 	// Release forgets a claimed key, so the request may be sent again.
 	Release(ctx context.Context, subject, key string) error
+}
+
+// BookingLog keeps who booked which appointment, across every instance.
+type BookingLog interface {
+	// Record stores b.
+	Record(ctx context.Context, b Booking) error
+	// BookedBy returns the ids of the appointments subject booked, oldest
+	// first.
+	BookedBy(ctx context.Context, subject string) ([]string, error)
+	// IsBookedBy reports whether subject booked appointment id.
+	IsBookedBy(ctx context.Context, subject, id string) (bool, error)
 }
 
 // The failures of Idempotency-Key handling.

@@ -2,8 +2,10 @@ package ehr
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,7 +120,33 @@ func mutexLocker() *LockerMock {
 	}}
 }
 
-func memIdempotency() *IdempotencyStoreMock {
+// memBookings is a BookingLog in memory.
+func memBookings() *BookingLogMock {
+	var mu sync.Mutex
+	by := map[string][]string{}
+	return &BookingLogMock{
+		RecordFunc: func(_ context.Context, b Booking) error {
+			mu.Lock()
+			defer mu.Unlock()
+			by[b.Subject] = append(by[b.Subject], b.AppointmentID)
+			return nil
+		},
+		BookedByFunc: func(_ context.Context, sub string) ([]string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(by[sub]), nil
+		},
+		IsBookedByFunc: func(_ context.Context, sub, id string) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Contains(by[sub], id), nil
+		},
+	}
+}
+
+// memIdempotency is an IdempotencyStore in memory that records bookings in
+// log, as the PostgreSQL store does in its transaction.
+func memIdempotency(log *BookingLogMock) *IdempotencyStoreMock {
 	var mu sync.Mutex
 	type entry struct {
 		fp   string
@@ -142,11 +170,14 @@ func memIdempotency() *IdempotencyStoreMock {
 			}
 			return e.out, true, nil
 		},
-		CompleteFunc: func(_ context.Context, sub, key string, out []byte) error {
+		CompleteFunc: func(_ context.Context, sub, key string, out []byte, b *Booking) error {
 			mu.Lock()
 			defer mu.Unlock()
 			e := m[sub+"\x00"+key]
 			e.out, e.done = out, true
+			if b != nil {
+				log.RecordFunc(context.Background(), *b)
+			}
 			return nil
 		},
 		ReleaseFunc: func(_ context.Context, sub, key string) error {
@@ -164,8 +195,11 @@ var (
 	nowTest = time.Date(2030, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
+var testFingerprintKey = []byte("0123456789abcdef0123456789abcdef")
+
 func integration(c *calendar) *Integration {
-	s := NewIntegration(c, mutexLocker(), memIdempotency())
+	log := memBookings()
+	s := NewIntegration(c, mutexLocker(), memIdempotency(log), log, testFingerprintKey)
 	s.now = func() time.Time { return nowTest }
 	return s
 }
@@ -413,11 +447,158 @@ func TestSlots_CutsMergedFreeTime(t *testing.T) {
 }
 
 func TestIntegration_WithoutAnEHR(t *testing.T) {
-	s := NewIntegration(nil, mutexLocker(), memIdempotency())
+	log := memBookings()
+	s := NewIntegration(nil, mutexLocker(), memIdempotency(log), log, testFingerprintKey)
 	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := s.Book(caller("u"), BookingRequest{}); !errors.Is(err, ErrNoIntegration) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	r := request("2030-03-04T13:00:00-06:00", "2030-03-04T13:30:00-06:00")
+	r.Patient = PatientContact{FirstName: "Zebulon", LastName: "Quixwell", DateOfBirth: "1971-07-19", Email: "zq.marker@example.org", Phone: "+1 555 013 7799"}
+	r.IdempotencyKey = "key-1"
+	first, err := s.Book(caller("u"), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idem := s.idem.(*IdempotencyStoreMock)
+	stored := idem.CompleteCalls()[0]
+	fp := idem.ClaimCalls()[0].Fingerprint
+	for _, v := range []string{string(stored.Outcome), fp} {
+		for _, marker := range []string{"Zebulon", "Quixwell", "1971", "zq.marker", "013 7799", "check-up"} {
+			if strings.Contains(v, marker) {
+				t.Fatalf("stored %q holds %q", v, marker)
+			}
+		}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(stored.Outcome, &out); err != nil || out["appointmentId"] != first.Appointment.ID || out["status"] != "booked" || len(out) != 2 {
+		t.Fatalf("outcome %s (%v): want only the id and status", stored.Outcome, err)
+	}
+	if stored.Booking == nil || *stored.Booking != (Booking{Subject: "u", AppointmentID: first.Appointment.ID}) {
+		t.Fatalf("booking recorded with the outcome: %+v", stored.Booking)
+	}
+	// The fingerprint is keyed: another key gives another one.
+	other := NewIntegration(c, mutexLocker(), idem, s.bookings, []byte("another key, 32 bytes long....."))
+	if other.fingerprint("u", r) == fp || s.fingerprint("u", r) != fp || s.fingerprint("v", r) == fp {
+		t.Fatal("the fingerprint does not depend on the key and the caller alone")
+	}
+
+	// A repeat reads the appointment from the EHR as it is now.
+	if _, err := s.Cancel(caller("u"), first.Appointment.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	gets := len(c.GetAppointmentCalls())
+	again, err := s.Book(caller("u"), r)
+	if err != nil || !again.Replayed || again.Appointment.ID != first.Appointment.ID || again.Appointment.Status != StatusCancelled {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	if len(c.GetAppointmentCalls()) != gets+1 || len(c.CreateAppointmentCalls()) != 1 {
+		t.Fatal("the replay did not read the appointment again, or booked anew")
+	}
+}
+
+func TestAppointments_NeedScopes(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	none := core.WithActor(context.Background(), core.Actor{Subject: "u"})
+	readOnly := core.WithActor(context.Background(), core.Actor{Subject: "u", Scopes: core.ParseScopes("user/Appointment.rs patient/Appointment.s")})
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	for _, ctx := range []context.Context{none, readOnly} {
+		if _, err := s.Book(ctx, r); !errors.Is(err, core.ErrInsufficientScope) {
+			t.Fatalf("book: %v", err)
+		}
+		if _, err := s.Cancel(ctx, "appt-1", ""); !errors.Is(err, core.ErrInsufficientScope) {
+			t.Fatalf("cancel: %v", err)
+		}
+		if _, err := s.Reschedule(ctx, "appt-1", "2030-03-04T10:00:00-06:00", "2030-03-04T10:30:00-06:00"); !errors.Is(err, core.ErrInsufficientScope) {
+			t.Fatalf("reschedule: %v", err)
+		}
+	}
+	if _, err := s.Appointments(none, AppointmentFilter{}); !errors.Is(err, core.ErrInsufficientScope) {
+		t.Fatalf("list: %v", err)
+	}
+	if len(c.CreateAppointmentCalls())+len(c.GetAppointmentCalls()) != 0 {
+		t.Fatal("the EHR was asked for a caller without the scope")
+	}
+	// Agents need only a valid token.
+	if _, err := s.Agent(none, "dr-1"); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	if _, err := s.Availability(none, "dr-1", "2030-03-04", "2030-03-04", 30); err != nil {
+		t.Fatalf("availability: %v", err)
+	}
+}
+
+func TestAppointments_APatientReachesOnlyItsOwn(t *testing.T) {
+	c := newCalendar(chicago)
+	c.ListAppointmentsFunc = func(_ context.Context, f AppointmentFilter) (Page[Appointment], error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return Page[Appointment]{TotalCount: len(c.appts), Page: f.Page, Limit: f.Limit}, nil
+	}
+	s := integration(c)
+	ana, ben := patientCaller("ana"), patientCaller("ben")
+	book := func(ctx context.Context, start, end, key string) Appointment {
+		t.Helper()
+		r := request(start, end)
+		r.IdempotencyKey = key
+		b, err := s.Book(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Appointment
+	}
+	a1 := book(ana, "2030-03-05T09:00:00-06:00", "2030-03-05T09:30:00-06:00", "")
+	a2 := book(ana, "2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00", "k1")
+	b1 := book(ben, "2030-03-04T10:00:00-06:00", "2030-03-04T10:30:00-06:00", "")
+	book(caller("staff"), "2030-03-04T11:00:00-06:00", "2030-03-04T11:30:00-06:00", "")
+
+	p, err := s.Appointments(ana, AppointmentFilter{})
+	if err != nil || p.TotalCount != 2 || len(p.Items) != 2 || p.Items[0].ID != a2.ID || p.Items[1].ID != a1.ID {
+		t.Fatalf("ana's list (by start): %+v %v", p, err)
+	}
+	if len(c.ListAppointmentsCalls()) != 0 {
+		t.Fatal("a patient's listing asked the EHR for every appointment")
+	}
+	p, _ = s.Appointments(ana, AppointmentFilter{From: time.Date(2030, 3, 5, 0, 0, 0, 0, time.UTC), Limit: 1, Page: 1})
+	if p.TotalCount != 1 || p.Items[0].ID != a1.ID {
+		t.Fatalf("filtered within ana's: %+v", p)
+	}
+	p, _ = s.Appointments(ana, AppointmentFilter{Page: 2, Limit: 1})
+	if p.TotalCount != 2 || len(p.Items) != 1 || p.Items[0].ID != a1.ID {
+		t.Fatalf("page 2: %+v", p)
+	}
+
+	// Another's appointment, or none, is not found for a patient.
+	for _, id := range []string{b1.ID, "appt-404"} {
+		if _, err := s.Cancel(ana, id, ""); !errors.Is(err, ErrAppointmentNotFound) {
+			t.Fatalf("ana cancels %s: %v", id, err)
+		}
+		if _, err := s.Reschedule(ana, id, "2030-03-06T09:00:00-06:00", "2030-03-06T09:30:00-06:00"); !errors.Is(err, ErrAppointmentNotFound) {
+			t.Fatalf("ana moves %s: %v", id, err)
+		}
+	}
+	if c.appts[b1.ID].Status == StatusCancelled {
+		t.Fatal("ben's appointment was cancelled by ana")
+	}
+	if a, err := s.Cancel(ana, a1.ID, ""); err != nil || a.Status != StatusCancelled {
+		t.Fatalf("ana cancels her own: %+v %v", a, err)
+	}
+	if _, err := s.Reschedule(ana, a2.ID, "2030-03-06T09:00:00-06:00", "2030-03-06T09:30:00-06:00"); err != nil {
+		t.Fatalf("ana moves her own: %v", err)
+	}
+	// Staff reach every appointment.
+	if _, err := s.Cancel(caller("staff"), b1.ID, ""); err != nil {
+		t.Fatalf("staff cancels ben's: %v", err)
+	}
+	if p, err := s.Appointments(caller("staff"), AppointmentFilter{}); err != nil || p.TotalCount != 4 {
+		t.Fatalf("staff list: %+v %v", p, err)
 	}
 }

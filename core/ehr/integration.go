@@ -39,11 +39,11 @@ type Appointment struct {
 
 // PatientContact is who an appointment is for.
 type PatientContact struct {
-	FirstName   string `json:"firstName"`
-	LastName    string `json:"lastName"`
-	DateOfBirth string `json:"dateOfBirth"` // YYYY-MM-DD
-	Email       string `json:"email"`
-	Phone       string `json:"phone"`
+	FirstName   string
+	LastName    string
+	DateOfBirth string // YYYY-MM-DD
+	Email       string
+	Phone       string
 }
 
 // Agent is a clinician (or other bookable person) of the EHR.

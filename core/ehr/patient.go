@@ -22,39 +22,39 @@ type Patient struct {
 
 // HumanName is a person's name.
 type HumanName struct {
-	Family string   `json:"family"`
-	Given  []string `json:"given"`
-	Text   string   `json:"text"`
+	Family string
+	Given  []string
+	Text   string
 }
 
 // Identifier is a business identifier of a patient; Type "MR" marks a
 // medical record number.
 type Identifier struct {
-	System string `json:"system"`
-	Value  string `json:"value"`
-	Type   string `json:"type"`
+	System string
+	Value  string
+	Type   string
 }
 
 // ContactPoint is a phone number, e-mail address or the like.
 type ContactPoint struct {
-	System string `json:"system"`
-	Value  string `json:"value"`
-	Use    string `json:"use"`
+	System string
+	Value  string
+	Use    string
 }
 
 // Address is a postal address.
 type Address struct {
-	Line       []string `json:"line"`
-	City       string   `json:"city"`
-	State      string   `json:"state"`
-	PostalCode string   `json:"postalCode"`
-	Country    string   `json:"country"`
+	Line       []string
+	City       string
+	State      string
+	PostalCode string
+	Country    string
 }
 
 // SourceRef names one EHR record of a merged person.
 type SourceRef struct {
-	Source    string `json:"source"`
-	PatientID string `json:"patientId"`
+	Source    string
+	PatientID string
 }
 
 // Person is one result of a search: the records of one person from every

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -70,9 +69,9 @@ func (r *SearchResult) AllTimedOut() bool {
 
 // SourceError is the failure of one system.
 type SourceError struct {
-	Source  string `json:"source"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Source  string
+	Code    string
+	Message string
 }
 
 // The gateway's own failures.
@@ -119,6 +118,9 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if !ok {
 		return nil, core.ErrUnauthenticated
 	}
+	if err := checkSearch(actor); err != nil {
+		return nil, err
+	}
 	v, err := validate(r)
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if !res.CacheHit {
 		merged, res.Errors = s.fanOut(ctx, systems, v.query)
 		if len(res.Errors) == 0 && caching {
-			if raw, err := json.Marshal(merged); err == nil {
+			if raw, err := encodeCached(merged); err == nil {
 				// A cache that cannot store only costs the next request a miss.
 				if s.cache.Set(ctx, key, raw, s.cfg.CacheTTL) == nil {
 					s.recent.put(key, merged, start.Add(s.cfg.CacheTTL), start)
@@ -179,9 +181,12 @@ func (s *Service) cached(ctx context.Context, key string) (cached, bool, error) 
 	if err != nil {
 		return cached{}, false, fmt.Errorf("search cache: %w", err)
 	}
-	var c cached
-	if !ok || json.Unmarshal(raw, &c) != nil {
+	if !ok {
 		return cached{}, false, nil
+	}
+	c, err := decodeCached(raw)
+	if err != nil {
+		return cached{}, false, nil // an unreadable entry is a miss
 	}
 	s.recent.put(key, c, now.Add(min(recentFromShared, s.cfg.CacheTTL)), now)
 	return c, true, nil
@@ -224,10 +229,11 @@ func (s *Service) route(v validated) ([]System, error) {
 	return out, nil
 }
 
-// cached is the merged answer of every system, as kept in the cache.
+// cached is the merged answer of every system, as kept in the cache
+// (encoded by cachecodec.go).
 type cached struct {
-	People  []Person `json:"people"`
-	Sources []string `json:"sources"`
+	People  []Person
+	Sources []string
 }
 
 // fanOut queries the systems in parallel and merges what they answer.
@@ -284,7 +290,7 @@ func cacheKey(subject string, v validated) string {
 		strings.ToLower(q.Family), strings.ToLower(q.Given), q.BirthDate, q.Gender,
 		q.Identifier, q.Phone, dateKey(q.UpdatedFrom), dateKey(q.UpdatedTo),
 	}, "\x00")
-	return "search:v1:" + digest(subject+"\x01"+norm)
+	return cacheKeyPrefix + digest(subject+"\x01"+norm)
 }
 
 func dateKey(t time.Time) string {

@@ -45,8 +45,15 @@ func ehrWith(records []Patient, err error) *PatientSearcherMock {
 	}}
 }
 
+// caller is a member of staff: the scopes of a dev token.
 func caller(sub string) context.Context {
-	return core.WithActor(context.Background(), core.Actor{Subject: sub})
+	return core.WithActor(context.Background(), core.Actor{Subject: sub, Scopes: core.ParseScopes("user/Patient.rs user/Appointment.cruds")})
+}
+
+// patientCaller is a patient who may book, list and change its own
+// appointments.
+func patientCaller(sub string) context.Context {
+	return core.WithActor(context.Background(), core.Actor{Subject: sub, Scopes: core.ParseScopes("patient/Appointment.cus")})
 }
 
 func pat(id, family, given, birth string, ids ...Identifier) Patient {
@@ -240,6 +247,16 @@ func TestSearch_RefusesBadRequestsBeforeAnyEHR(t *testing.T) {
 	}
 	if _, err := s.Search(caller("u"), SearchRequest{Query: "x", Limit: 500}); !errors.Is(err, ErrInvalidSearch) {
 		t.Fatalf("bad limit: %v", err)
+	}
+	for _, scopes := range []string{"", "patient/Patient.rs", "user/Patient.r user/Appointment.cruds"} {
+		ctx := core.WithActor(context.Background(), core.Actor{Subject: "u", Scopes: core.ParseScopes(scopes)})
+		if _, err := s.Search(ctx, SearchRequest{Query: "x"}); !errors.Is(err, core.ErrInsufficientScope) {
+			t.Fatalf("scopes %q: %v", scopes, err)
+		}
+	}
+	system := core.WithActor(context.Background(), core.Actor{Subject: "svc", Scopes: core.ParseScopes("system/Patient.rs")})
+	if _, err := s.Search(system, SearchRequest{Query: "x", Limit: 500}); !errors.Is(err, ErrInvalidSearch) {
+		t.Fatalf("a system scope is enough to be checked further: %v", err)
 	}
 	if len(e.SearchPatientsCalls()) != 0 {
 		t.Fatal("a refused request reached the EHR")

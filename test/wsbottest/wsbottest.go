@@ -574,14 +574,36 @@ type (
 		Slots    []slotJSON `json:"slots"`
 	}
 	patientJSON struct {
-		ID          string             `json:"id"`
-		Name        ehr.HumanName      `json:"name"`
-		BirthDate   string             `json:"birthDate"`
-		Gender      string             `json:"gender"`
-		Identifiers []ehr.Identifier   `json:"identifiers"`
-		Telecom     []ehr.ContactPoint `json:"telecom"`
-		Address     []ehr.Address      `json:"address"`
-		LastUpdated string             `json:"lastUpdated,omitempty"`
+		ID          string           `json:"id"`
+		Name        nameJSON         `json:"name"`
+		BirthDate   string           `json:"birthDate"`
+		Gender      string           `json:"gender"`
+		Identifiers []identifierJSON `json:"identifiers"`
+		Telecom     []telecomJSON    `json:"telecom"`
+		Address     []addressJSON    `json:"address"`
+		LastUpdated string           `json:"lastUpdated,omitempty"`
+	}
+	nameJSON struct {
+		Family string   `json:"family"`
+		Given  []string `json:"given"`
+		Text   string   `json:"text"`
+	}
+	identifierJSON struct {
+		System string `json:"system"`
+		Value  string `json:"value"`
+		Type   string `json:"type"`
+	}
+	telecomJSON struct {
+		System string `json:"system"`
+		Value  string `json:"value"`
+		Use    string `json:"use"`
+	}
+	addressJSON struct {
+		Line       []string `json:"line"`
+		City       string   `json:"city"`
+		State      string   `json:"state"`
+		PostalCode string   `json:"postalCode"`
+		Country    string   `json:"country"`
 	}
 	listJSON[T any] struct {
 		Items      []T `json:"items"`
@@ -1043,14 +1065,45 @@ func (s *Server) searchPatients(payload json.RawMessage) (any, *protoError) {
 			p.Identifier != "" && !hasIdentifier(pt.Identifiers, p.Identifier) {
 			continue
 		}
-		out := patientJSON{ID: pt.ID, Name: pt.Name, BirthDate: pt.BirthDate, Gender: pt.Gender,
-			Identifiers: pt.Identifiers, Telecom: pt.Telecom, Address: pt.Address}
+		out := toPatientJSON(pt)
 		if !pt.LastUpdated.IsZero() {
 			out.LastUpdated = pt.LastUpdated.Format(time.RFC3339Nano)
 		}
 		all = append(all, out)
 	}
 	return pageOf(all, page, limit), nil
+}
+
+// toPatientJSON is p in the bot's wire shape (its own: the ehr types carry
+// no JSON tags).
+func toPatientJSON(p ehr.Patient) patientJSON {
+	return patientJSON{
+		ID:        p.ID,
+		Name:      nameJSON{Family: p.Name.Family, Given: p.Name.Given, Text: p.Name.Text},
+		BirthDate: p.BirthDate,
+		Gender:    p.Gender,
+		Identifiers: convertAll(p.Identifiers, func(id ehr.Identifier) identifierJSON {
+			return identifierJSON{System: id.System, Value: id.Value, Type: id.Type}
+		}),
+		Telecom: convertAll(p.Telecom, func(t ehr.ContactPoint) telecomJSON {
+			return telecomJSON{System: t.System, Value: t.Value, Use: t.Use}
+		}),
+		Address: convertAll(p.Address, func(a ehr.Address) addressJSON {
+			return addressJSON{Line: a.Line, City: a.City, State: a.State, PostalCode: a.PostalCode, Country: a.Country}
+		}),
+	}
+}
+
+// convertAll converts every element of in; nil stays nil (JSON null).
+func convertAll[A, B any](in []A, conv func(A) B) []B {
+	if in == nil {
+		return nil
+	}
+	out := make([]B, len(in))
+	for i, v := range in {
+		out[i] = conv(v)
+	}
+	return out
 }
 
 func allIn(words []string, s string) bool {

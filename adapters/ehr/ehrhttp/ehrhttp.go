@@ -46,13 +46,23 @@
 //     retried.
 //   - OAuth2: a 401 answer drops the cached token and the request is sent
 //     once more with a fresh one (in addition to RetryAttempts).
+//
+// With Config.Logger set, a Do call that failed logs one line at WARN,
+// "ehr request failed": code (the *core.Error's, or "ehr_status" for a
+// final answer of 401, 403, 429 or 5xx), status (the last HTTP status the
+// EHR answered, when it answered), retries (attempts after the first),
+// duration_ms, method and, for errors, the cause. Never the URL, the query
+// or a body: a search URL carries names and birth dates. A call the caller
+// cancelled is not the EHR's failure and is not logged.
 package ehrhttp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -98,6 +108,10 @@ type Config struct {
 	RequestsPerMinute int           // 0: no limit
 	Timeout           time.Duration // per attempt; 0 means DefaultTimeout
 	RetryAttempts     int           // retries after the first attempt (0: none)
+	// Logger receives a WARN line for each failed call (see the package
+	// documentation); the caller adds the component and system
+	// attributes. nil: no logging.
+	Logger *slog.Logger
 }
 
 // Client sends requests to one EHR system. It is safe for concurrent use.
@@ -113,6 +127,7 @@ type Client struct {
 	sleep     func(context.Context, time.Duration) error
 	backoff   func(n int) time.Duration
 	maskWords []string
+	log       *slog.Logger // nil: no logging
 }
 
 type options struct {
@@ -222,6 +237,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		sleep:     o.sleep,
 		backoff:   fullJitter(o.backoffBase, o.backoffMax),
 		maskWords: cfg.Auth.secrets(),
+		log:       cfg.Logger,
 	}
 	tokenClient := *hc
 	if tokenClient.Timeout == 0 {
@@ -335,6 +351,21 @@ func (c *Client) AuthHeader(ctx context.Context) (http.Header, error) {
 // whole call, retries included; req's own context is not used. req is not
 // modified. See the package documentation for the rules.
 func (c *Client) Do(ctx context.Context, req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	var st callStats
+	resp, err := c.do(ctx, req, &st)
+	c.logFailure(ctx, req, resp, err, st, time.Since(start))
+	return resp, err
+}
+
+// callStats is what Do's log line tells of a call.
+type callStats struct {
+	attempts int // attempts made (the first included)
+	status   int // the last HTTP status the EHR answered; 0: none
+}
+
+// do is Do, recording the attempts and statuses in st.
+func (c *Client) do(ctx context.Context, req *http.Request, st *callStats) (*http.Response, error) {
 	if req == nil || req.URL == nil {
 		return nil, c.refuse("no request")
 	}
@@ -352,11 +383,15 @@ func (c *Client) Do(ctx context.Context, req *http.Request) (*http.Response, err
 	for {
 		var gen uint64
 		resp, err := c.cb.Execute(func() (*http.Response, error) {
+			st.attempts++
 			r, g, err := c.attempt(ctx, req, sent)
 			gen = g
 			return r, err
 		})
 		sent = true
+		if resp != nil {
+			st.status = resp.StatusCode
+		}
 
 		var se *statusError
 		switch {
@@ -527,6 +562,51 @@ func (c *Client) failure(ctx context.Context, err error) error {
 		return &core.Error{Kind: core.KindBadGateway, Code: "ehr_unreachable",
 			Message: c.name + " could not be reached", Err: c.mask(stripURL(err))}
 	}
+}
+
+// logFailure writes the WARN line of a failed call (see the package
+// documentation): no URL, query or body, which can hold patient data.
+func (c *Client) logFailure(ctx context.Context, req *http.Request, resp *http.Response, err error, st callStats, took time.Duration) {
+	if c.log == nil {
+		return
+	}
+	var code string
+	switch {
+	case err != nil:
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return // the caller went away: not the EHR's failure
+		}
+		code = "ehr_error"
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			code = ce.Code
+		}
+	case resp != nil && failedStatus(resp.StatusCode):
+		code = "ehr_status"
+	default:
+		return
+	}
+	attrs := make([]slog.Attr, 0, 6)
+	attrs = append(attrs, slog.String("code", code))
+	if st.status != 0 {
+		attrs = append(attrs, slog.Int("status", st.status))
+	}
+	attrs = append(attrs, slog.Int("retries", max(st.attempts-1, 0)), slog.Int64("duration_ms", took.Milliseconds()))
+	if req != nil {
+		attrs = append(attrs, slog.String("method", cmp.Or(req.Method, http.MethodGet)))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn, "ehr request failed", attrs...)
+}
+
+// failedStatus reports whether a final answer is a failure of the EHR or
+// of its credentials, worth a log line: 401, 403, 429 and 5xx. Other 4xx
+// answer the request (not found, conflict, …).
+func failedStatus(code int) bool {
+	return code == http.StatusUnauthorized || code == http.StatusForbidden ||
+		code == http.StatusTooManyRequests || code >= 500
 }
 
 func (c *Client) timeoutError(cause error) *core.Error {

@@ -314,7 +314,42 @@ func (c *Client) Close() error {
 }
 
 // call sends one request and decodes its result into out (when not nil).
+// A failure of the EHR is logged at WARN (see logFailure).
 func (c *Client) call(ctx context.Context, action string, payload, out any) error {
+	start := time.Now()
+	err := c.exchange(ctx, action, payload, out)
+	if err != nil {
+		c.logFailure(ctx, action, err, time.Since(start))
+	}
+	return err
+}
+
+// logFailure writes one WARN line for a call that failed on the EHR's
+// side: the action, the code and duration_ms — not the message or the
+// cause, which can quote the peer (and the peer the patient), and never
+// the payload or an answer. Answers that refuse the request (not found,
+// invalid, conflict, an agent not free) are not failures; neither is the
+// caller's cancellation. Dropped links and failed connection attempts
+// have their own lines, with the network cause.
+func (c *Client) logFailure(ctx context.Context, action string, err error, took time.Duration) {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return
+	}
+	code := "ehr_error"
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		switch ce.Kind {
+		case core.KindNotFound, core.KindInvalid, core.KindConflict:
+			return
+		}
+		code = ce.Code
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn, "wsbot call failed", slog.String("action", clip(action)),
+		slog.String("code", code), slog.Int64("duration_ms", took.Milliseconds()))
+}
+
+// exchange is call without the log line.
+func (c *Client) exchange(ctx context.Context, action string, payload, out any) error {
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return &core.Error{Kind: core.KindInternal, Code: "internal_error",

@@ -1,0 +1,81 @@
+// Package audit is the audit trail's domain: the event recorded for every
+// request that touches patient data (blob, search and appointment
+// endpoints), its outcome rules, and the hash chain that makes the trail
+// tamper-evident. It imports only the standard library and core.
+//
+// An event never holds patient data: no names, birth dates, contact
+// details, query text, filenames or EHR identifiers other than the ids
+// Carebridge itself answers with.
+package audit
+
+import (
+	"net/http"
+	"time"
+)
+
+// Action is what a request did, one per audited endpoint.
+type Action string
+
+// The audited actions.
+const (
+	BlobUpload            Action = "blob.upload"
+	BlobDownload          Action = "blob.download"
+	BlobMetadata          Action = "blob.metadata"
+	BlobDelete            Action = "blob.delete"
+	PatientSearch         Action = "patient.search"
+	AppointmentCreate     Action = "appointment.create"
+	AppointmentList       Action = "appointment.list"
+	AppointmentCancel     Action = "appointment.cancel"
+	AppointmentReschedule Action = "appointment.reschedule"
+)
+
+// Actions lists every action.
+var Actions = []Action{BlobUpload, BlobDownload, BlobMetadata, BlobDelete, PatientSearch,
+	AppointmentCreate, AppointmentList, AppointmentCancel, AppointmentReschedule}
+
+// Changes reports whether the action changes something (a file or an
+// appointment): such a request is refused before it runs when the trail
+// cannot be written.
+func (a Action) Changes() bool {
+	switch a {
+	case BlobUpload, BlobDelete, AppointmentCreate, AppointmentCancel, AppointmentReschedule:
+		return true
+	}
+	return false
+}
+
+// Outcome sums up the status a request was answered with.
+type Outcome string
+
+// The outcomes.
+const (
+	Success Outcome = "success" // 2xx
+	Denied  Outcome = "denied"  // 401, 403, 404
+	Failed  Outcome = "error"   // anything else
+)
+
+// OutcomeOf is the outcome of an answer with the given HTTP status.
+func OutcomeOf(status int) Outcome {
+	switch {
+	case status >= 200 && status < 300:
+		return Success
+	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusNotFound:
+		return Denied
+	}
+	return Failed
+}
+
+// Event is one audited request.
+type Event struct {
+	ID           int64     // position in the chain (1, 2, ...), set by the store
+	At           time.Time // when the answer was decided
+	RequestID    string    // the response's X-Request-Id
+	Actor        string    // the token's sub; "" when authentication failed
+	Action       Action
+	ResourceType string // blob, patient, appointment
+	ResourceID   string // Carebridge's own id of the resource, when there is one
+	Outcome      Outcome
+	Status       int            // the HTTP status sent
+	Detail       map[string]any // small, never patient data; nil reads as {}
+	Hash         []byte         // SHA-256 chain link, set by the store
+}
