@@ -68,6 +68,9 @@ type App struct {
 	closers  []io.Closer  // EHR links
 	server   *http.Server
 	listener net.Listener
+	purged   prometheus.Counter // expired Idempotency-Keys removed
+	// closeAudit flushes and stops the audit writer.
+	closeAudit func()
 }
 
 // New migrates the database, connects every adapter, and listens on
@@ -82,6 +85,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a := &App{log: log, db: db}
 	if err := a.build(ctx, cfg); err != nil {
+		if a.closeAudit != nil {
+			a.closeAudit()
+		}
 		db.Close()
 		return nil, err
 	}
@@ -125,6 +131,11 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
+		Help: "Idempotency-Keys removed after their retention."})
+	registry.MustRegister(a.purged)
+	var auditor httpapi.Auditor
+	auditor, a.closeAudit = newAuditor(a.db, registry)
 	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
 	api := httpapi.New(httpapi.Config{
 		Log:         a.log.With("component", "http"),
@@ -134,6 +145,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Search:      search,
 		Integration: integration,
 		Registry:    registry,
+		Audit:       auditor,
 		Ready: func(ctx context.Context) error {
 			err := errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
 			if a.redis != nil {
@@ -217,6 +229,9 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // Run serves until ctx is done, then shuts down gracefully: it stops
 // accepting, lets requests in flight finish (at most 30 s), and closes.
 func (a *App) Run(ctx context.Context) error {
+	jobs, stopJobs := context.WithCancel(ctx)
+	defer stopJobs()
+	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()
 	a.log.Info("listening", "addr", a.Addr())
@@ -244,6 +259,9 @@ func (a *App) Close() {
 	}
 	for _, c := range a.closers {
 		_ = c.Close()
+	}
+	if a.closeAudit != nil {
+		a.closeAudit()
 	}
 	a.db.Close()
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +72,13 @@ func key(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 // start runs an app over the world's services; edit adjusts its config.
 func (w *world) start(edit func(*app.Config)) *server {
 	w.t.Helper()
+	return w.startLogging(io.Discard, edit)
+}
+
+// startLogging is start with the app's JSON log (debug level) written to
+// out.
+func (w *world) startLogging(out io.Writer, edit func(*app.Config)) *server {
+	w.t.Helper()
 	cfg := app.Config{
 		HTTPAddr:        "127.0.0.1:0",
 		DatabaseURL:     w.dbURL,
@@ -86,7 +94,7 @@ func (w *world) start(edit func(*app.Config)) *server {
 		edit(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	a, err := app.New(ctx, cfg, slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		cancel()
 		w.t.Fatalf("start app: %v", err)
@@ -269,4 +277,22 @@ func (w *world) seedLocation(owner string) int64 {
 		w.t.Fatal(err)
 	}
 	return id
+}
+
+// syncBuffer is a log sink that several goroutines write to.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -363,6 +363,9 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	defer copyBuffers.Put(buf)
 	n, err := io.CopyBuffer(out, struct{ io.Reader }{d.Body}, *buf)
 	s.metrics.downloaded.Add(float64(n))
+	if errors.Is(err, errNotAudited) {
+		return // 503 audit_unavailable was answered instead; no byte went out
+	}
 	if err != nil || n != d.Length {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "download cut off",
 			slog.String("request_id", requestID(r.Context())), slog.Int64("blob_id", id),

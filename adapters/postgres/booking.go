@@ -104,11 +104,15 @@ func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome
 	return nil
 }
 
-// PurgeIdempotency deletes the keys older than IdempotencyRetention and
-// returns how many went; several instances may run it at once.
-func (r *Idempotency) PurgeIdempotency(ctx context.Context) (int64, error) {
-	tag, err := r.db.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)`,
-		IdempotencyRetention.Seconds())
+// PurgeIdempotency deletes at most batch keys older than
+// IdempotencyRetention and returns how many went; several instances may
+// run it at once (a row another is deleting is skipped).
+func (r *Idempotency) PurgeIdempotency(ctx context.Context, batch int) (int64, error) {
+	tag, err := r.db.Exec(ctx, `
+		DELETE FROM idempotency_keys WHERE (subject, key) IN (
+			SELECT subject, key FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		IdempotencyRetention.Seconds(), batch)
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys: %w", err)
 	}

@@ -152,7 +152,7 @@ func TestIntegrationIdempotency_ExpiresAfterRetention(t *testing.T) {
 	if _, err := db.Pool().Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'`); err != nil {
 		t.Fatal(err)
 	}
-	n, err := idem.PurgeIdempotency(ctx)
+	n, err := idem.PurgeIdempotency(ctx, 100)
 	if err != nil || n != 1 {
 		t.Fatalf("purge: %d %v", n, err)
 	}

@@ -58,3 +58,9 @@ func (r SearchRequest) LogValue() slog.Value {
 func (q PatientQuery) LogValue() slog.Value {
 	return slog.GroupValue(slog.Int("max", q.Max))
 }
+
+// LogValue of a BookingRequest keeps only the agent: the patient, the
+// reason and the times stay out of logs.
+func (r BookingRequest) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("agentId", r.AgentID))
+}

@@ -61,6 +61,8 @@ func TestLogValue_PatientDataIsRedacted(t *testing.T) {
 		{"search request", SearchRequest{Query: "MarkerGiven MarkerFamily 1911-11-11", SearchType: "patient_record",
 			DateRange: "2024-01-01/2024-02-01", Location: "site-1", Page: 2, Limit: 10},
 			[]string{`"searchType":"patient_record"`, `"page":2`}},
+		{"booking request", BookingRequest{AgentID: "agent-id-1", Start: "2030-01-01T09:00:00Z", DurationMinutes: 30, Reason: "MarkerReason",
+			Patient: markerContact(), IdempotencyKey: "k"}, []string{`"agentId":"agent-id-1"`}},
 		{"patient query", PatientQuery{Text: "MarkerText", Family: "MarkerFamily", Given: "MarkerGiven", BirthDate: "1911-11-11",
 			Gender: "MarkerGender", Identifier: "urn:marker|MarkerMRN", Phone: "MarkerPhone", Max: 50},
 			[]string{`"max":50`}},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -25,35 +26,73 @@ const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 // is dropped when the test ends.
 func New(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("PGTEST_URL")
-	if base == "" {
-		base = DefaultURL
+	dbURL := create(t, "")
+	if err := postgres.Migrate(dbURL); err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("pgtest: connect to %s (is PostgreSQL running? make test starts it): %v", base, err)
-	}
-	defer admin.Close(ctx)
+	return dbURL
+}
 
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "cb_test_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+// NewWithRole is New for a test that needs the service's own, unprivileged
+// role, as in production: it creates a LOGIN role that is not a superuser
+// (a random name, returned as role), a fresh database owned by it, and
+// applies the migrations as that role, so it owns every table as a service
+// that runs its own migrations does. serviceURL connects as the role;
+// adminURL connects to the same database as the server's superuser, for
+// what the service may not do (REVOKE INSERT ON audit_events FROM <role>,
+// bypassing triggers). The database and then the role are dropped when the
+// test ends. The server must let the role log in without a password, as
+// DefaultURL's trust authentication does.
+func NewWithRole(t testing.TB) (adminURL, serviceURL, role string) {
+	t.Helper()
+	role = randomName("cb_role_")
+	if err := exec(serverURL(), "CREATE ROLE "+role+" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE"); err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("pgtest: drop %s: %v", name, err)
-			return
+		if err := exec(serverURL(), "DROP ROLE IF EXISTS "+role); err != nil {
+			t.Errorf("pgtest: %v", err)
 		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("pgtest: drop %s: %v", name, err)
+	})
+
+	adminURL = create(t, role)
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		t.Fatalf("pgtest: parse %s: %v", adminURL, err)
+	}
+	u.User = url.User(role)
+	serviceURL = u.String()
+	if err := postgres.Migrate(serviceURL); err != nil {
+		t.Fatalf("pgtest: migrate as %s: %v", role, err)
+	}
+	return adminURL, serviceURL, role
+}
+
+// serverURL is the server the tests use.
+func serverURL() string {
+	if u := os.Getenv("PGTEST_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// create creates an empty database with a random name, owned by owner (the
+// connecting superuser when ""), dropped when the test ends, and returns its
+// URL on the server's own user.
+func create(t testing.TB, owner string) string {
+	t.Helper()
+	base := serverURL()
+	name := randomName("cb_test_")
+	stmt := "CREATE DATABASE " + name
+	if owner != "" {
+		stmt += " OWNER " + owner
+	}
+	if err := exec(base, stmt); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := exec(base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("pgtest: %v", err)
 		}
 	})
 
@@ -62,11 +101,28 @@ func New(t testing.TB) string {
 		t.Fatalf("pgtest: parse %s: %v", base, err)
 	}
 	u.Path = "/" + name
-	dbURL := u.String()
-	if err := postgres.Migrate(dbURL); err != nil {
-		t.Fatalf("pgtest: %v", err)
+	return u.String()
+}
+
+// exec runs one statement on its own connection to the database at dbURL.
+func exec(dbURL, stmt string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("connect to %s (is PostgreSQL running? make test starts it): %w", dbURL, err)
 	}
-	return dbURL
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
+	}
+	return nil
+}
+
+func randomName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
 
 // Store returns a connected store on a fresh database, closed when the

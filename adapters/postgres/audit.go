@@ -1,0 +1,402 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/carebridge/carebridge/core/audit"
+)
+
+// ErrAuditLogClosed is what Record and Ready return after Close.
+var ErrAuditLogClosed = errors.New("audit log closed")
+
+// AuditConfig tunes an AuditLog; a zero field takes its default.
+type AuditConfig struct {
+	// MaxBatch is the most events written in one transaction (512).
+	MaxBatch int
+	// Timeout bounds one batch's transaction, and Ready (5s): a database
+	// that stops answering fails the callers instead of holding them.
+	Timeout time.Duration
+}
+
+// AuditLog appends audit events to the hash chain in audit_events, with
+// group commit: one writer goroutine takes every event queued (up to
+// MaxBatch) and writes them in one transaction, so concurrent requests
+// share a commit. Instances sharing the database serialise on the chain
+// head's row lock, which keeps one chain without gaps across all of them.
+type AuditLog struct {
+	pool     *pgxpool.Pool
+	maxBatch int
+	timeout  time.Duration
+
+	// mu is held for reading while a caller sends on queue, and for
+	// writing to close queue, so no send happens on a closed channel.
+	mu      sync.RWMutex
+	closed  bool
+	queue   chan *auditCall
+	stopped chan struct{}
+
+	events, batches, failed atomic.Uint64
+}
+
+// auditCall is one queued event and the caller waiting for its commit.
+type auditCall struct {
+	e      audit.Event
+	detail []byte     // audit.CanonicalDetail(e.Detail), what is stored
+	done   chan error // buffered: the writer never waits on a caller
+}
+
+// AuditLog starts a writer of the audit trail on the store's pool. Close
+// stops it.
+func (s *Store) AuditLog(cfg AuditConfig) *AuditLog {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 512
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	l := &AuditLog{
+		pool:     s.pool,
+		maxBatch: cfg.MaxBatch,
+		timeout:  cfg.Timeout,
+		queue:    make(chan *auditCall, 4*cfg.MaxBatch),
+		stopped:  make(chan struct{}),
+	}
+	go l.run()
+	return l
+}
+
+// Record appends e to the trail and returns once the transaction holding it
+// has committed, or with the error that failed it, or ctx's error. The
+// store assigns ID and Hash; At is the caller's (the current time when
+// zero), kept to the microsecond. Text that PostgreSQL cannot store (a NUL,
+// invalid UTF-8) is replaced by U+FFFD. An error does not prove the event
+// was not stored: ctx may end, or the connection drop, after the commit was
+// sent. Record never writes an event twice.
+func (l *AuditLog) Record(ctx context.Context, e audit.Event) error {
+	c, err := newAuditCall(e)
+	if err != nil {
+		return err
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return ErrAuditLogClosed
+	}
+	select {
+	case l.queue <- c:
+		l.mu.RUnlock()
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return fmt.Errorf("record audit event: %w", ctx.Err())
+	}
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("record audit event: %w", ctx.Err())
+	}
+}
+
+func newAuditCall(e audit.Event) (*auditCall, error) {
+	switch e.Outcome {
+	case audit.Success, audit.Denied, audit.Failed:
+	default:
+		return nil, fmt.Errorf("record audit event: unknown outcome %q", e.Outcome)
+	}
+	if e.Status < 0 || e.Status > math.MaxInt16 {
+		return nil, fmt.Errorf("record audit event: status %d out of range", e.Status)
+	}
+	detail, err := audit.CanonicalDetail(e.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("record audit event: detail: %w", err)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	// What is hashed must be exactly what is stored and read back.
+	e.At = audit.CanonicalTime(e.At)
+	e.RequestID = storableText(e.RequestID)
+	e.Actor = storableText(e.Actor)
+	e.Action = audit.Action(storableText(string(e.Action)))
+	e.ResourceType = storableText(e.ResourceType)
+	e.ResourceID = storableText(e.ResourceID)
+	return &auditCall{e: e, detail: detail, done: make(chan error, 1)}, nil
+}
+
+// storableText replaces what a PostgreSQL text column refuses: NUL and
+// invalid UTF-8.
+func storableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// run is the writer: it takes what is queued, writes it, answers the
+// callers, and ends once Close has closed the queue and it is drained.
+func (l *AuditLog) run() {
+	defer close(l.stopped)
+	batch := make([]*auditCall, 0, l.maxBatch)
+	for c := range l.queue {
+		batch = append(batch[:0], c)
+	fill:
+		for len(batch) < l.maxBatch {
+			select {
+			case c, ok := <-l.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		err := l.write(batch)
+		if err != nil {
+			l.failed.Add(uint64(len(batch)))
+		} else {
+			l.events.Add(uint64(len(batch)))
+			l.batches.Add(1)
+		}
+		for _, c := range batch {
+			c.done <- err
+		}
+		clear(batch) // let the events go
+	}
+}
+
+const insertAuditEvents = `
+	INSERT INTO audit_events (id, at, request_id, actor, action, resource_type, resource_id, outcome, status, detail, hash)
+	SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
+		$7::text[], $8::text[], $9::smallint[], $10::jsonb[], $11::bytea[])`
+
+// auditColumns holds a batch column by column, for one INSERT … unnest.
+type auditColumns struct {
+	id                                                          []int64
+	at                                                          []time.Time
+	requestID, actor, action, resourceType, resourceID, outcome []string
+	status                                                      []int16
+	detail                                                      []string
+	hash                                                        [][]byte
+}
+
+func (c *auditColumns) add(e audit.Event, detail, hash []byte) {
+	c.id = append(c.id, e.ID)
+	c.at = append(c.at, e.At)
+	c.requestID = append(c.requestID, e.RequestID)
+	c.actor = append(c.actor, e.Actor)
+	c.action = append(c.action, string(e.Action))
+	c.resourceType = append(c.resourceType, e.ResourceType)
+	c.resourceID = append(c.resourceID, e.ResourceID)
+	c.outcome = append(c.outcome, string(e.Outcome))
+	c.status = append(c.status, int16(e.Status))
+	c.detail = append(c.detail, string(detail))
+	c.hash = append(c.hash, hash)
+}
+
+// write appends batch in one transaction, chained after the head.
+func (l *AuditLog) write(batch []*auditCall) error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		var id int64
+		var prev []byte
+		// The row lock serialises writers of every instance until commit.
+		if err := tx.QueryRow(ctx, `SELECT id, hash FROM audit_chain_head FOR UPDATE`).Scan(&id, &prev); err != nil {
+			return fmt.Errorf("lock chain head: %w", err)
+		}
+		var cols auditColumns
+		for _, c := range batch {
+			id++
+			e := c.e
+			e.ID = id
+			prev = audit.Link(prev, e)
+			cols.add(e, c.detail, prev)
+		}
+		b := &pgx.Batch{}
+		b.Queue(insertAuditEvents, cols.id, cols.at, cols.requestID, cols.actor, cols.action, cols.resourceType,
+			cols.resourceID, cols.outcome, cols.status, cols.detail, cols.hash)
+		b.Queue(`UPDATE audit_chain_head SET id = $1, hash = $2`, id, prev)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("write audit events: %w", err)
+	}
+	return nil
+}
+
+// Ready reports whether events can be appended now: the database answers,
+// is not a read-only standby, and the role may insert into audit_events and
+// move the chain head. A request that changes something asks first.
+func (l *AuditLog) Ready(ctx context.Context) error {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrAuditLogClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	var ok bool
+	err := l.pool.QueryRow(ctx, `SELECT NOT pg_is_in_recovery()
+		AND has_table_privilege('audit_events', 'INSERT')
+		AND has_table_privilege('audit_chain_head', 'SELECT')
+		AND has_table_privilege('audit_chain_head', 'UPDATE')`).Scan(&ok)
+	switch {
+	case err != nil:
+		return fmt.Errorf("audit trail: %w", err)
+	case !ok:
+		return errors.New("audit trail: the database does not let this role append to audit_events")
+	}
+	return nil
+}
+
+// Close writes what is queued, then stops the writer. Record and Ready
+// fail after Close.
+func (l *AuditLog) Close() {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.queue)
+	}
+	l.mu.Unlock()
+	<-l.stopped
+}
+
+// AuditStats counts what an AuditLog did since it started.
+type AuditStats struct {
+	Events  uint64 // events committed
+	Batches uint64 // transactions committed
+	Failed  uint64 // events whose transaction failed
+}
+
+// Stats returns the counts so far, for metrics.
+func (l *AuditLog) Stats() AuditStats {
+	return AuditStats{Events: l.events.Load(), Batches: l.batches.Load(), Failed: l.failed.Load()}
+}
+
+// AuditTrail reads the audit trail.
+type AuditTrail struct {
+	pool *pgxpool.Pool
+}
+
+// AuditTrail returns the reader of the audit trail.
+func (s *Store) AuditTrail() *AuditTrail { return &AuditTrail{pool: s.pool} }
+
+// AuditFilter selects events for List. Zero fields do not filter.
+type AuditFilter struct {
+	Since  time.Time    // events at or after
+	Actor  string       // exactly this actor
+	Action audit.Action // exactly this action
+	Limit  int          // the most recent Limit of them; 0: every one
+}
+
+const auditSelect = `id, at, request_id, actor, action, resource_type, resource_id, outcome, status, detail, hash`
+
+// List returns the events that match f, oldest first: the f.Limit most
+// recent of them (by at, then id).
+func (r *AuditTrail) List(ctx context.Context, f AuditFilter) ([]audit.Event, error) {
+	var where []string
+	var args []any
+	cond := func(sql string, arg any) {
+		args = append(args, arg)
+		where = append(where, fmt.Sprintf(sql, len(args)))
+	}
+	if !f.Since.IsZero() {
+		cond("at >= $%d", f.Since)
+	}
+	if f.Actor != "" {
+		cond("actor = $%d", f.Actor)
+	}
+	if f.Action != "" {
+		cond("action = $%d", string(f.Action))
+	}
+	q := `SELECT ` + auditSelect + ` FROM audit_events`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY at DESC, id DESC`
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q += fmt.Sprintf(` LIMIT $%d`, len(args))
+	}
+	rows, err := r.pool.Query(ctx, `SELECT * FROM (`+q+`) recent ORDER BY at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, scanAuditEvent)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	return events, nil
+}
+
+// Verify recomputes the chain over every event, in id order, and compares
+// its end with the chain head, all in one snapshot so concurrent writers do
+// not disturb it. events is the number of events; when ok is false,
+// firstBad is where the chain stops checking out (see audit.Verifier).
+func (r *AuditTrail) Verify(ctx context.Context) (events int, firstBad int64, ok bool, err error) {
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("verify audit trail: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	var headID int64
+	var headHash []byte
+	if err := tx.QueryRow(ctx, `SELECT id, hash FROM audit_chain_head`).Scan(&headID, &headHash); err != nil {
+		return 0, 0, false, fmt.Errorf("verify audit trail: read chain head: %w", err)
+	}
+	// The rows stream from the server as they are read.
+	rows, err := tx.Query(ctx, `SELECT `+auditSelect+` FROM audit_events ORDER BY id`)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("verify audit trail: %w", err)
+	}
+	defer rows.Close()
+	var v audit.Verifier
+	for rows.Next() {
+		e, err := scanAuditEvent(rows)
+		if errors.Is(err, errAuditDetail) {
+			e.Hash = nil // a detail that is not an object was never written: a bad event
+		} else if err != nil {
+			return 0, 0, false, fmt.Errorf("verify audit trail: %w", err)
+		}
+		v.Next(e)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, false, fmt.Errorf("verify audit trail: %w", err)
+	}
+	ok = v.Head(headID, headHash)
+	return v.Events(), v.FirstBad(), ok, nil
+}
+
+// errAuditDetail is a stored detail that is not a JSON object, which the
+// writer never stores.
+var errAuditDetail = errors.New("detail is not a JSON object")
+
+func scanAuditEvent(row pgx.CollectableRow) (audit.Event, error) {
+	var e audit.Event
+	var action, outcome string
+	var detail []byte
+	if err := row.Scan(&e.ID, &e.At, &e.RequestID, &e.Actor, &action, &e.ResourceType, &e.ResourceID,
+		&outcome, &e.Status, &detail, &e.Hash); err != nil {
+		return audit.Event{}, err
+	}
+	e.At = e.At.UTC()
+	e.Action, e.Outcome = audit.Action(action), audit.Outcome(outcome)
+	if len(detail) == 0 || detail[0] != '{' || json.Unmarshal(detail, &e.Detail) != nil {
+		return e, fmt.Errorf("audit event %d: %w", e.ID, errAuditDetail)
+	}
+	if len(e.Detail) == 0 {
+		e.Detail = nil
+	}
+	return e, nil
+}

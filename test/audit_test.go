@@ -1,0 +1,371 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/app"
+	"github.com/carebridge/carebridge/test/pgtest"
+	"github.com/carebridge/carebridge/test/wsbottest"
+)
+
+// Distinctive patient data: none of it may reach the audit trail, the log
+// or (but for what the EHR itself keeps) any table.
+var (
+	markFamily   = "Quixwellmark"
+	markGiven    = "Zebulonmark"
+	markBirth    = "1913-04-05"
+	markMRN      = "MRN-MARK-77"
+	markEmail    = "zq.marker@example.org"
+	markPhone    = "+1 555 013 7799"
+	markFilename = "zebulon-chartmarker.txt"
+	// What a booking sends; the EHR keeps it, Carebridge's tables must not.
+	bookingMarkers = []string{markFamily, markGiven, markBirth, markEmail, "555 013 7799", "5550137799"}
+	allMarkers     = append([]string{markMRN, "chartmarker"}, bookingMarkers...)
+)
+
+func markedBooking(hour int) string {
+	return fmt.Sprintf(`{"agentId":"dr-ana","start":%q,"durationMinutes":30,"reason":"check-up","locationId":"main",
+		"patient":{"firstName":%q,"lastName":%q,"dateOfBirth":%q,"email":%q,"phone":%q}}`,
+		timeAt(hour, 0), markGiven, markFamily, markBirth, markEmail, markPhone)
+}
+
+// tableText is every row of every table of the service's database, as text.
+func tableText(t *testing.T, db *pgxpool.Pool) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		tables = append(tables, n)
+	}
+	if rows.Err() != nil || len(tables) < 8 {
+		t.Fatalf("tables %v: %v", tables, rows.Err())
+	}
+	out := map[string]string{}
+	for _, tbl := range tables {
+		var text *string
+		if err := db.QueryRow(ctx, fmt.Sprintf(`SELECT string_agg(t::text, E'\n') FROM %q t`, tbl)).Scan(&text); err != nil {
+			t.Fatalf("read %s: %v", tbl, err)
+		}
+		if text != nil {
+			out[tbl] = *text
+		}
+	}
+	return out
+}
+
+type auditRow struct {
+	actor, action, resourceType, resourceID, outcome, requestID string
+	status                                                      int
+	detail                                                      string
+}
+
+func auditRows(t *testing.T, db *pgxpool.Pool) []auditRow {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT actor, action, resource_type, resource_id, outcome, request_id, status, detail::text FROM audit_events ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []auditRow
+	for rows.Next() {
+		var r auditRow
+		if err := rows.Scan(&r.actor, &r.action, &r.resourceType, &r.resourceID, &r.outcome, &r.requestID, &r.status, &r.detail); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
+	w := newWorld(t)
+	logs := &syncBuffer{}
+	ehrA := newFakeEHR(t, "clinica", fhirPatient("a-1", markFamily, markGiven, markBirth, markMRN))
+	searchCfg, _ := ehrFile(t, 2000, ehrA)
+	bot := wsbottest.Start(t)
+	bot.AddAgent(drAna, workdays(5))
+	searcher := w.startLogging(logs, func(c *app.Config) { c.EHR = searchCfg })
+	booker := w.startLogging(logs, func(c *app.Config) { c.EHR = integrationFile(t, "wsbot", bot.URL(), "") })
+	staff := w.token("reception")
+
+	var want []auditRow // in order
+	expect := func(r response, actor, action, resourceType, resourceID, outcome string) {
+		t.Helper()
+		want = append(want, auditRow{actor: actor, action: action, resourceType: resourceType, resourceID: resourceID,
+			outcome: outcome, requestID: r.header.Get("X-Request-Id"), status: r.status})
+	}
+
+	for _, q := range []string{
+		fmt.Sprintf(`{"query":"given:%s family:%s birthdate:%s"}`, markGiven, markFamily, markBirth),
+		fmt.Sprintf(`{"query":"identifier:%s phone:\"%s\""}`, markMRN, markPhone),
+	} {
+		r, ans := searcher.search(staff, q)
+		if r.status != 200 || ans.Data.TotalCount != 1 {
+			t.Fatalf("search: %d %s", r.status, r.body)
+		}
+		expect(r, "reception", "patient.search", "patient", "", "success")
+	}
+	r, _ := searcher.search("", `{"query":"`+markFamily+`"}`)
+	expect(r, "", "patient.search", "patient", "", "denied")
+	r, _ = searcher.search(w.scopedToken("pat", "patient/Appointment.cus"), `{"query":"`+markFamily+`"}`)
+	expect(r, "pat", "patient.search", "patient", "", "denied")
+
+	r, appt := booker.ehrCall("POST", "/appointment/customer", staff, markedBooking(9), "Idempotency-Key", "mark-1")
+	if r.status != 201 {
+		t.Fatalf("book: %d %s", r.status, r.body)
+	}
+	id := appt["id"].(string)
+	expect(r, "reception", "appointment.create", "appointment", id, "success")
+	r, _ = booker.ehrCall("POST", "/appointment/customer", staff, markedBooking(9))
+	expect(r, "reception", "appointment.create", "appointment", "", "error") // 409: the time is taken
+	r, _ = booker.ehrCall("GET", "/appointment?patientEmail="+url.QueryEscape(markEmail), staff, "")
+	expect(r, "reception", "appointment.list", "appointment", "", "success")
+	r, _ = booker.ehrCall("POST", "/appointment/"+id+"/reschedule", staff, fmt.Sprintf(`{"start":%q,"end":%q}`, timeAt(10, 0), timeAt(10, 30)))
+	expect(r, "reception", "appointment.reschedule", "appointment", id, "success")
+	r, _ = booker.ehrCall("PUT", "/appointment/customer/"+id+"/cancel", w.scopedToken("other", "patient/Appointment.cus"), "")
+	expect(r, "other", "appointment.cancel", "appointment", id, "denied")
+	r, _ = booker.ehrCall("PUT", "/appointment/customer/"+id+"/cancel", staff, `{"reason":"`+markFamily+` is better"}`)
+	expect(r, "reception", "appointment.cancel", "appointment", id, "success")
+
+	content := []byte("chart notes of " + markGiven + " " + markFamily)
+	r = searcher.upload(staff, fileFields(markFilename, "text/plain", content)...)
+	if r.status != 201 {
+		t.Fatalf("upload: %d %s", r.status, r.body)
+	}
+	blobID := fmt.Sprint(int64(r.json(t)["id"].(float64)))
+	expect(r, "reception", "blob.upload", "blob", blobID, "success")
+	r = searcher.do("GET", "/cloud-blob/metadata/"+blobID, staff, nil)
+	expect(r, "reception", "blob.metadata", "blob", blobID, "success")
+	r = searcher.do("GET", "/cloud-blob/download/"+blobID, w.token("intruder"), nil)
+	expect(r, "intruder", "blob.download", "blob", blobID, "denied")
+	r = searcher.do("GET", "/cloud-blob/download/"+blobID, staff, nil)
+	if r.status != 200 || string(r.body) != string(content) {
+		t.Fatalf("download: %d", r.status)
+	}
+	expect(r, "reception", "blob.download", "blob", blobID, "success")
+	r = searcher.do("DELETE", "/cloud-blob/"+blobID, staff, nil)
+	expect(r, "reception", "blob.delete", "blob", blobID, "success")
+	// Agents are not patient data.
+	if r := booker.do("GET", "/agents", staff, nil); r.status != 200 {
+		t.Fatalf("agents: %d", r.status)
+	}
+
+	got := auditRows(t, w.db)
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d:\n%+v", len(got), len(want), got)
+	}
+	byRequest := map[string]auditRow{}
+	for _, g := range got {
+		byRequest[g.requestID] = g
+	}
+	for _, wr := range want {
+		g, ok := byRequest[wr.requestID]
+		detail := g.detail
+		g.detail = ""
+		if !ok || g != wr {
+			t.Errorf("event of request %s: %+v, want %+v", wr.requestID, g, wr)
+		}
+		if wr.action == "patient.search" && wr.status == 200 && detail != `{"results": 1, "sources": ["clinica"], "cacheHit": false}` {
+			t.Errorf("search detail %s", detail)
+		}
+		if wr.action == "appointment.list" && detail != `{"results": 1}` {
+			t.Errorf("list detail %s", detail)
+		}
+	}
+
+	trail := tableText(t, w.db)["audit_events"]
+	log := logs.String()
+	for _, m := range allMarkers {
+		if strings.Contains(trail, m) {
+			t.Errorf("the audit trail holds %q", m)
+		}
+		if strings.Contains(log, m) {
+			t.Errorf("the log holds %q", m)
+		}
+	}
+	// No patient data at rest: but for blob metadata (the filename is the
+	// file's), no table holds what was booked or searched.
+	for tbl, text := range tableText(t, w.db) {
+		for _, m := range bookingMarkers {
+			if strings.Contains(text, m) {
+				t.Errorf("table %s holds %q", tbl, m)
+			}
+		}
+	}
+}
+
+// newRoleWorld is newWorld whose apps connect as an unprivileged role that
+// owns the database, as the service does in production; w.db is the
+// superuser's pool.
+func newRoleWorld(t *testing.T) (*world, string) {
+	t.Helper()
+	w := newWorld(t)
+	adminURL, serviceURL, role := pgtest.NewWithRole(t)
+	w.dbURL = serviceURL
+	db, err := pgxpool.New(context.Background(), adminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	w.db = db
+	return w, role
+}
+
+func TestAudit_NothingIsAnsweredOrChangedWhenTheTrailCannotBeWritten(t *testing.T) {
+	w, role := newRoleWorld(t)
+	ehrA := newFakeEHR(t, "clinica", fhirPatient("a-1", markFamily, markGiven, markBirth, markMRN))
+	bot := wsbottest.Start(t)
+	bot.AddAgent(drAna, workdays(5))
+	link, linkedURL := newDBLink(t, w.dbURL)
+	s := w.start(func(c *app.Config) {
+		c.DatabaseURL = linkedURL
+		c.EHR = searchAndBookFile(t, ehrA, bot.URL())
+	})
+	staff := w.token("reception")
+	searchQuery := `{"query":"family:` + markFamily + `"}`
+
+	up := s.upload(staff, fileFields("a.txt", "text/plain", []byte("hello"))...)
+	if up.status != 201 {
+		t.Fatalf("upload: %d %s", up.status, up.body)
+	}
+	blobID := fmt.Sprint(int64(up.json(t)["id"].(float64)))
+	rowsBefore, objectsBefore := w.rows(), w.objects()
+
+	refused := func(what string) {
+		t.Helper()
+		if r, _ := s.search(staff, searchQuery); r.status != 503 || r.errorCode(t) != "audit_unavailable" || strings.Contains(string(r.body), markFamily) {
+			t.Fatalf("%s: search %d %s", what, r.status, r.body)
+		}
+		if r := s.do("GET", "/cloud-blob/download/"+blobID, staff, nil); r.status != 503 || r.errorCode(t) != "audit_unavailable" {
+			t.Fatalf("%s: download %d %s", what, r.status, r.body)
+		}
+		if r := s.upload(staff, fileFields("b.txt", "text/plain", []byte("world"))...); r.status != 503 || r.errorCode(t) != "audit_unavailable" {
+			t.Fatalf("%s: upload %d %s", what, r.status, r.body)
+		}
+		if r := s.do("POST", "/appointment/customer", staff, strings.NewReader(markedBooking(9)), "Content-Type", "application/json"); r.status != 503 || r.errorCode(t) != "audit_unavailable" {
+			t.Fatalf("%s: booking %d %s", what, r.status, r.body)
+		}
+		if r := s.do("DELETE", "/cloud-blob/"+blobID, staff, nil); r.status != 503 {
+			t.Fatalf("%s: delete %d %s", what, r.status, r.body)
+		}
+	}
+
+	// The service's role may no longer insert into the trail.
+	if _, err := w.db.Exec(context.Background(), "REVOKE INSERT ON audit_events FROM "+role); err != nil {
+		t.Fatal(err)
+	}
+	refused("insert revoked")
+	if w.rows() != rowsBefore || w.objects() != objectsBefore {
+		t.Fatalf("a change was made unaudited: %d rows, %d objects (before %d, %d)", w.rows(), w.objects(), rowsBefore, objectsBefore)
+	}
+	if r := s.do("GET", "/appointment", staff, nil); r.status != 503 {
+		t.Fatalf("list while revoked: %d", r.status)
+	}
+	if _, err := w.db.Exec(context.Background(), "GRANT INSERT ON audit_events TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.ehrCall("GET", "/appointment", staff, ""); r.status != 200 || !strings.Contains(string(r.body), `"totalCount":0`) {
+		t.Fatalf("the booking was made unaudited, or the service did not recover: %d %s", r.status, r.body)
+	}
+
+	// The database stops answering.
+	link.stop()
+	refused("database stopped")
+	link.start()
+	if r, _ := s.search(staff, searchQuery); r.status != 200 {
+		t.Fatalf("after the database is back: %d %s", r.status, r.body)
+	}
+	if w.rows() != rowsBefore || w.objects() != objectsBefore {
+		t.Fatalf("a change was made unaudited: %d rows, %d objects", w.rows(), w.objects())
+	}
+}
+
+// searchAndBookFile is an EHR systems file with the fake FHIR EHR e for
+// search and the bot at botURL for appointments.
+func searchAndBookFile(t *testing.T, e *fakeEHR, botURL string) *ehrconfig.Config {
+	t.Helper()
+	yaml := fmt.Sprintf(`ehr_systems:
+  - name: %s
+    adapter: fhir
+    base_url: %s/fhir
+    search_types: [patient_record]
+    authentication: { type: api_key, api_key: "env:KEY" }
+    timeout: 2000
+  - name: peer
+    adapter: wsbot
+    base_url: %s
+    timeout: 3000
+integration:
+  ehr: peer
+`, e.name, e.srv.URL, botURL)
+	cfg, err := ehrconfig.Parse([]byte(yaml), nil, func(string) string { return "key-" + e.name })
+	if err != nil {
+		t.Fatalf("EHR file: %v\n%s", err, yaml)
+	}
+	return cfg
+}
+
+// The trail holds as one chain with two instances writing at once.
+func TestAudit_TwoInstancesKeepOneChain(t *testing.T) {
+	w, role := newRoleWorld(t)
+	a := w.start(nil)
+	b := w.start(nil)
+	owner := w.token("alice")
+	up := a.upload(owner, fileFields("a.txt", "text/plain", []byte("hello"))...)
+	id := fmt.Sprint(int64(up.json(t)["id"].(float64)))
+	var wg sync.WaitGroup
+	for _, s := range []*server{a, b} {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 40 {
+					tok := owner
+					if i%4 == 0 {
+						tok = w.token("mallory") // denied, audited all the same
+					}
+					s.do("GET", "/cloud-blob/metadata/"+id, tok, nil)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	out, code := carebridge(t, w.dbURL, "audit", "verify")
+	if code != 0 || strings.TrimSpace(out) != `{"events":321,"ok":true}` {
+		t.Fatalf("verify: exit %d, %s", code, out)
+	}
+	// As the service's own role, the trail cannot be changed.
+	svc, err := pgxpool.New(context.Background(), w.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	for _, sql := range []string{`UPDATE audit_events SET actor = 'x' WHERE id = 5`, `DELETE FROM audit_events WHERE id = 5`, `TRUNCATE audit_events`} {
+		if _, err := svc.Exec(context.Background(), sql); err == nil {
+			t.Fatalf("%s: allowed for %s", sql, role)
+		}
+	}
+	// A superuser who disables the trigger and alters one event is caught.
+	if _, err := w.db.Exec(context.Background(), `ALTER TABLE audit_events DISABLE TRIGGER USER;
+		UPDATE audit_events SET actor = actor || '-x' WHERE id = 77; ALTER TABLE audit_events ENABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	out, code = carebridge(t, w.dbURL, "audit", "verify")
+	if code != 1 || strings.TrimSpace(out) != `{"events":321,"ok":false,"firstBad":77}` {
+		t.Fatalf("verify after tampering: exit %d, %s", code, out)
+	}
+}
