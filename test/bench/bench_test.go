@@ -137,7 +137,7 @@ func setup(b *testing.B, extraEnv ...string) *world {
 		}
 		e.pprofDir = abs
 	}
-	bin := e.build()
+	bin := e.build(nil)
 	e.bin, e.dbURL = bin, dbURL
 
 	for _, n := range []int64{fileSize, bigSize} {
@@ -178,35 +178,10 @@ func setup(b *testing.B, extraEnv ...string) *world {
 	}
 	e.token = strings.TrimSpace(string(out))
 
-	logf, err := os.Create(filepath.Join(e.tmp, "server.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.server = exec.Command(bin, "serve")
-	e.server.Env = env
-	e.server.Dir = e.tmp
-	e.server.Stdout, e.server.Stderr = logf, logf
-	e.server.SysProcAttr = sysProcAttr()
-	if err := e.server.Start(); err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { e.server.Wait(); logf.Close(); close(done) }()
-	b.Cleanup(func() {
-		e.server.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			e.server.Process.Kill()
-			<-done
-		}
-	})
-
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DisableCompression = true
 	e.api = &http.Client{Transport: tr}
-	e.base = "http://" + addr
-	e.waitHealthy(done)
+	e.server, e.base = e.serve(bin, env, "server.log")
 
 	e.raw = newDirectClient(e.s3cfg)
 	e.proxy = e.startProxy()
@@ -218,18 +193,90 @@ func setup(b *testing.B, extraEnv ...string) *world {
 	return e
 }
 
-// build compiles cmd/carebridge into the temporary directory; with
-// BENCH_PPROF it adds testdata/pprofhook.go through an overlay.
-func (e *world) build() string {
+// serve starts bin as the service with env, logging to logName in the
+// temporary directory, waits until it is healthy, and stops it when the
+// benchmark ends. It returns the process and its base URL.
+func (e *world) serve(bin string, env []string, logName string) (*exec.Cmd, string) {
+	e.b.Helper()
+	var addr string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HTTP_ADDR="); ok {
+			addr = v
+		}
+	}
+	logf, err := os.Create(filepath.Join(e.tmp, logName))
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = env
+	cmd.Dir = e.tmp
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		e.b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	e.b.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	e.waitHealthy("http://"+addr, done, logName)
+	return cmd, "http://" + addr
+}
+
+// withoutAudit starts a second service like e's, built with app/audit.go
+// replaced by testdata/noaudit.go (a no-op audit writer), on another port,
+// and returns a world whose calls go to it.
+func (e *world) withoutAudit() *world {
+	e.b.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		e.b.Fatalf("go env GOMOD: %v", err)
+	}
+	noop, err := filepath.Abs(filepath.Join("testdata", "noaudit.go"))
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	dir := filepath.Join(e.tmp, "noaudit")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.b.Fatal(err)
+	}
+	bin := e.build(map[string]string{filepath.Join(filepath.Dir(strings.TrimSpace(string(gomod))), "app", "audit.go"): noop}, dir)
+	env := slices.Clone(e.env)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "HTTP_ADDR=") {
+			env[i] = "HTTP_ADDR=" + freeAddr(e.b)
+		}
+	}
+	o := *e
+	o.bin, o.env = bin, env
+	o.server, o.base = e.serve(bin, env, "server-noaudit.log")
+	return &o
+}
+
+// build compiles cmd/carebridge into dir (the temporary directory when
+// absent) with the files of replace swapped in through an overlay; with
+// BENCH_PPROF it adds testdata/pprofhook.go too.
+func (e *world) build(replace map[string]string, dir ...string) string {
 	e.b.Helper()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		e.b.Fatalf("go env GOMOD: %v", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	bin := filepath.Join(e.tmp, "carebridge")
+	bin := filepath.Join(append(dir, e.tmp)[0], "carebridge")
 	args := []string{"build", "-o", bin}
-	replace := map[string]string{}
+	replace = maps.Clone(replace)
+	if replace == nil {
+		replace = map[string]string{}
+	}
 	if f := os.Getenv("BENCH_OVERLAY"); f != "" {
 		var o struct{ Replace map[string]string }
 		b, err := os.ReadFile(f)
@@ -265,11 +312,11 @@ func (e *world) build() string {
 	return bin
 }
 
-func (e *world) waitHealthy(exited <-chan struct{}) {
+func (e *world) waitHealthy(base string, exited <-chan struct{}, logName string) {
 	e.b.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := e.api.Get(e.base + "/healthz")
+		resp, err := e.api.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -278,15 +325,18 @@ func (e *world) waitHealthy(exited <-chan struct{}) {
 		}
 		select {
 		case <-exited:
-			e.b.Fatalf("carebridge exited:\n%s", e.serverLog())
+			e.b.Fatalf("carebridge exited:\n%s", e.logTail(logName))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	e.b.Fatalf("carebridge not healthy within 60s:\n%s", e.serverLog())
+	e.b.Fatalf("carebridge not healthy within 60s:\n%s", e.logTail(logName))
 }
 
-func (e *world) serverLog() string {
-	b, _ := os.ReadFile(filepath.Join(e.tmp, "server.log"))
+func (e *world) serverLog() string { return e.logTail("server.log") }
+
+// logTail is the end of the log file name in the temporary directory.
+func (e *world) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(e.tmp, name))
 	if len(b) > 8<<10 {
 		b = b[len(b)-8<<10:]
 	}

@@ -1,0 +1,25 @@
+// This file is not part of the service. test/bench builds cmd/carebridge a
+// second time with `go build -overlay` replacing app/audit.go by it, so one
+// bench run measures the API with the audit trail and with its writer
+// replaced by a no-op.
+
+package app
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carebridge/carebridge/adapters/httpapi"
+	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/core/audit"
+)
+
+type noAudit struct{}
+
+func (noAudit) Record(context.Context, audit.Event) error { return nil }
+func (noAudit) Ready(context.Context) error               { return nil }
+
+func newAuditor(*postgres.Store, *prometheus.Registry) (httpapi.Auditor, func()) {
+	return noAudit{}, func() {}
+}
