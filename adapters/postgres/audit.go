@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/core/audit"
@@ -77,13 +78,18 @@ func (s *Store) AuditLog(cfg AuditConfig) *AuditLog {
 }
 
 // Record appends e to the trail and returns once the transaction holding it
-// has committed, or with the error that failed it, or ctx's error. The
-// store assigns ID and Hash; At is the caller's (the current time when
-// zero), kept to the microsecond. Text that PostgreSQL cannot store (a NUL,
-// invalid UTF-8) is replaced by U+FFFD. An error does not prove the event
-// was not stored: ctx may end, or the connection drop, after the commit was
-// sent. Record never writes an event twice.
+// has committed, or with the error that failed that transaction (every
+// caller of the batch gets it), or ctx's error. An event that cannot be
+// stored (an unknown outcome, a detail that is not JSON) fails at once,
+// alone. The store assigns ID and Hash; At is the caller's (the current
+// time when zero), kept to the microsecond. Text that PostgreSQL cannot
+// store (a NUL, invalid UTF-8) is replaced by U+FFFD. An error does not
+// prove the event was not stored: ctx may end, or the connection drop,
+// after the commit was sent. Record never writes an event twice.
 func (l *AuditLog) Record(ctx context.Context, e audit.Event) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("record audit event: %w", err)
+	}
 	c, err := newAuditCall(e)
 	if err != nil {
 		return err
@@ -202,33 +208,61 @@ func (c *auditColumns) add(e audit.Event, detail, hash []byte) {
 	c.hash = append(c.hash, hash)
 }
 
-// write appends batch in one transaction, chained after the head.
+// write appends batch in one transaction, chained after the head, in two
+// round trips: BEGIN and the head's lock, then the rows, the new head and
+// COMMIT, each sent as one pipelined pgx.Batch. (pgx.BeginFunc takes four,
+// CopyFrom instead of INSERT … unnest one more: with 64 callers, this wrote
+// about a fifth more events per second than either in BenchmarkAuditRecord.)
+// The head stays locked from the first round trip to the commit, which is
+// what instances queue for.
 func (l *AuditLog) write(batch []*auditCall) error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		var id int64
-		var prev []byte
-		// The row lock serialises writers of every instance until commit.
-		if err := tx.QueryRow(ctx, `SELECT id, hash FROM audit_chain_head FOR UPDATE`).Scan(&id, &prev); err != nil {
-			return fmt.Errorf("lock chain head: %w", err)
-		}
-		var cols auditColumns
-		for _, c := range batch {
-			id++
-			e := c.e
-			e.ID = id
-			prev = audit.Link(prev, e)
-			cols.add(e, c.detail, prev)
-		}
-		b := &pgx.Batch{}
-		b.Queue(insertAuditEvents, cols.id, cols.at, cols.requestID, cols.actor, cols.action, cols.resourceType,
-			cols.resourceID, cols.outcome, cols.status, cols.detail, cols.hash)
-		b.Queue(`UPDATE audit_chain_head SET id = $1, hash = $2`, id, prev)
-		return tx.SendBatch(ctx, b).Close()
-	})
+	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("write audit events: %w", err)
+	}
+	// A connection left inside a transaction (a failed statement) is
+	// closed by the pool instead of reused, which rolls the transaction
+	// back.
+	defer conn.Release()
+
+	var id int64
+	var prev []byte
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	// The row lock serialises the writers of every instance until commit.
+	b.Queue(`SELECT id, hash FROM audit_chain_head FOR UPDATE`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&id, &prev)
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write audit events: lock chain head: %w", err)
+	}
+	if st := conn.Conn().PgConn().TxStatus(); st != 'T' {
+		return fmt.Errorf("write audit events: not in a transaction (status %q)", st)
+	}
+
+	var cols auditColumns
+	for _, c := range batch {
+		id++
+		e := c.e
+		e.ID = id
+		prev = audit.Link(prev, e)
+		cols.add(e, c.detail, prev)
+	}
+	var commit pgconn.CommandTag
+	b = &pgx.Batch{}
+	b.Queue(insertAuditEvents, cols.id, cols.at, cols.requestID, cols.actor, cols.action, cols.resourceType,
+		cols.resourceID, cols.outcome, cols.status, cols.detail, cols.hash)
+	b.Queue(`UPDATE audit_chain_head SET id = $1, hash = $2`, id, prev)
+	b.Queue(`COMMIT`).Exec(func(tag pgconn.CommandTag) error { commit = tag; return nil })
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write audit events: %w", err)
+	}
+	// A COMMIT of a failed transaction answers ROLLBACK without an error
+	// (cannot happen after the statements above succeeded; checked anyway).
+	if commit.String() != "COMMIT" {
+		return fmt.Errorf("write audit events: transaction ended with %q", commit)
 	}
 	return nil
 }
@@ -252,9 +286,9 @@ func (l *AuditLog) Ready(ctx context.Context) error {
 		AND has_table_privilege('audit_chain_head', 'UPDATE')`).Scan(&ok)
 	switch {
 	case err != nil:
-		return fmt.Errorf("audit trail: %w", err)
+		return fmt.Errorf("audit ready: %w", err)
 	case !ok:
-		return errors.New("audit trail: the database does not let this role append to audit_events")
+		return errors.New("audit ready: the database does not let this role append to audit_events")
 	}
 	return nil
 }

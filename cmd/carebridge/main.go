@@ -5,6 +5,7 @@
 //	carebridge dev-token --sub S [--scope "S1 S2"]  print a token for AUTH_DEV_MODE
 //	carebridge admin create-business | create-provider  seed data
 //	carebridge secrets encrypt    read a secret on stdin, print its enc:v1: form
+//	carebridge audit list | verify  print audit events, check the audit hash chain
 package main
 
 import (
@@ -46,8 +47,8 @@ func main() {
 	}
 }
 
-const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--scope "S1 S2"] [--ttl 1h] | secrets encrypt | admin ...]
-` + adminUsage
+const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--scope "S1 S2"] [--ttl 1h] | secrets encrypt | admin ... | audit list|verify]
+` + adminUsage + "\n" + auditUsage
 
 func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
 	cmd := "serve"
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout
 		return devToken(args, getenv, stdout)
 	case "admin":
 		return admin(ctx, args, getenv, stdout)
+	case "audit":
+		return auditCmd(ctx, args, getenv, stdout)
 	case "secrets":
 		return secrets(args, getenv, stdin, stdout)
 	case "help", "-h", "--help":

@@ -1,0 +1,507 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/core/audit"
+	"github.com/carebridge/carebridge/test/pgtest"
+)
+
+var auditT0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// auditEvent is the i-th sample event; its fields vary with i.
+func auditEvent(i int) audit.Event {
+	actions := []audit.Action{audit.PatientSearch, audit.BlobDownload, audit.AppointmentCreate}
+	return audit.Event{
+		At:           auditT0.Add(time.Duration(i) * time.Minute),
+		RequestID:    fmt.Sprintf("req-%d", i),
+		Actor:        []string{"alice", "bob"}[i%2],
+		Action:       actions[i%3],
+		ResourceType: "patient",
+		ResourceID:   fmt.Sprint(100 + i),
+		Outcome:      audit.Success,
+		Status:       200,
+		Detail:       map[string]any{"results": i, "sources": []string{"epic"}, "cacheHit": i%2 == 0},
+	}
+}
+
+// recordAudit records auditEvent(0..n-1) one after the other.
+func recordAudit(t *testing.T, l *postgres.AuditLog, n int) {
+	t.Helper()
+	for i := range n {
+		if err := l.Record(context.Background(), auditEvent(i)); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+}
+
+func newAuditLog(t testing.TB, db *postgres.Store, cfg postgres.AuditConfig) *postgres.AuditLog {
+	l := db.AuditLog(cfg)
+	t.Cleanup(l.Close)
+	return l
+}
+
+func verifyAudit(t *testing.T, db *postgres.Store) (int, int64, bool) {
+	t.Helper()
+	n, bad, ok, err := db.AuditTrail().Verify(context.Background())
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	return n, bad, ok
+}
+
+// tamper runs sql as the superuser with triggers off, as an intruder with
+// full access to the server would.
+func tamper(t *testing.T, db *postgres.Store, sql string) {
+	t.Helper()
+	err := pgx.BeginFunc(context.Background(), db.Pool(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(context.Background(), `SET LOCAL session_replication_role = replica`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(context.Background(), sql)
+		if err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("%d rows affected", tag.RowsAffected())
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("tamper %q: %v", sql, err)
+	}
+}
+
+func TestIntegrationAuditLog_StoresEveryFieldAndChainsIt(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{})
+	ctx := context.Background()
+	at := time.Date(2025, 3, 1, 10, 30, 0, 123456789, time.FixedZone("CET", 3600))
+	in := []audit.Event{
+		{At: at, RequestID: "r-1", Actor: "alice", Action: audit.PatientSearch, ResourceType: "patient",
+			Outcome: audit.Success, Status: 200,
+			Detail: map[string]any{"results": 3, "sources": []string{"epic", "wsbot"}, "cacheHit": false}},
+		// Failed authentication: no actor, no detail.
+		{At: at.Add(time.Second), RequestID: "r-2", Action: audit.BlobDownload, ResourceType: "blob",
+			ResourceID: "42", Outcome: audit.Denied, Status: 401},
+		// What a text column refuses is replaced, not lost with the batch.
+		{At: at.Add(2 * time.Second), RequestID: "r-\x00-\xff", Actor: "bob", Action: audit.BlobDelete,
+			ResourceType: "blob", ResourceID: "43", Outcome: audit.Failed, Status: 500, Detail: map[string]any{}},
+	}
+	for _, e := range in {
+		if err := l.Record(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := db.AuditTrail().List(ctx, postgres.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(in) {
+		t.Fatalf("%d events, want %d", len(got), len(in))
+	}
+	prev := audit.Genesis()
+	for i, g := range got {
+		want := in[i]
+		want.ID = int64(i + 1)
+		want.At = want.At.UTC().Truncate(time.Microsecond)
+		if i == 2 {
+			want.RequestID = "r-\uFFFD-\uFFFD"
+		}
+		if g.ID != want.ID || !g.At.Equal(want.At) || g.At.Location() != time.UTC || g.RequestID != want.RequestID ||
+			g.Actor != want.Actor || g.Action != want.Action || g.ResourceType != want.ResourceType ||
+			g.ResourceID != want.ResourceID || g.Outcome != want.Outcome || g.Status != want.Status {
+			t.Errorf("event %d:\n got %+v\nwant %+v", i+1, g, want)
+		}
+		if !bytes.Equal(audit.Canonical(g), audit.Canonical(want)) {
+			t.Errorf("event %d canonical:\n got %s\nwant %s", i+1, audit.Canonical(g), audit.Canonical(want))
+		}
+		if wantHash := audit.Link(prev, want); !bytes.Equal(g.Hash, wantHash) {
+			t.Errorf("event %d: hash %x, want %x", i+1, g.Hash, wantHash)
+		}
+		prev = g.Hash
+	}
+	if d := got[0].Detail; d["results"] != 3.0 || d["cacheHit"] != false || fmt.Sprint(d["sources"]) != "[epic wsbot]" {
+		t.Errorf("detail %v", d)
+	}
+	if n, bad, ok := verifyAudit(t, db); !ok || n != 3 || bad != 0 {
+		t.Fatalf("verify: events=%d firstBad=%d ok=%v", n, bad, ok)
+	}
+	if s := l.Stats(); s.Events != 3 || s.Failed != 0 || s.Batches == 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestIntegrationAuditLog_RefusesEventsItCannotStore(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{})
+	ok := auditEvent(0)
+	for name, change := range map[string]func(*audit.Event){
+		"unknown outcome":   func(e *audit.Event) { e.Outcome = "maybe" },
+		"status too large":  func(e *audit.Event) { e.Status = 40000 },
+		"detail with a NUL": func(e *audit.Event) { e.Detail = map[string]any{"x": "\x00"} },
+	} {
+		e := ok
+		change(&e)
+		if err := l.Record(context.Background(), e); err == nil {
+			t.Errorf("%s: recorded", name)
+		}
+	}
+	// A refused event is refused alone: the next one is written.
+	if err := l.Record(context.Background(), ok); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, valid := verifyAudit(t, db); !valid || n != 1 {
+		t.Fatalf("events=%d ok=%v", n, valid)
+	}
+}
+
+// Two instances (two pools) with four callers each share one chain.
+func TestIntegrationAuditLog_ConcurrentWritersOnTwoInstancesKeepOneChain(t *testing.T) {
+	url := pgtest.New(t)
+	var logs [2]*postgres.AuditLog
+	for i := range logs {
+		db, err := postgres.New(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		logs[i] = newAuditLog(t, db, postgres.AuditConfig{})
+	}
+	const goroutines, each = 8, 200
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				e := auditEvent(g*each + i)
+				if err := logs[g%2].Record(context.Background(), e); err != nil {
+					failed.Add(1)
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.FailNow()
+	}
+
+	reader, err := postgres.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reader.Close)
+	n, bad, ok := verifyAudit(t, reader)
+	if !ok || n != goroutines*each || bad != 0 {
+		t.Fatalf("verify: events=%d firstBad=%d ok=%v, want %d events ok", n, bad, ok, goroutines*each)
+	}
+	all, err := reader.AuditTrail().List(context.Background(), postgres.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(map[int64]bool, len(all))
+	for _, e := range all {
+		seen[e.ID] = true
+	}
+	for id := int64(1); id <= goroutines*each; id++ {
+		if !seen[id] {
+			t.Fatalf("id %d missing (%d events)", id, len(all))
+		}
+	}
+	var events, batches uint64
+	for _, l := range logs {
+		s := l.Stats()
+		events, batches = events+s.Events, batches+s.Batches
+	}
+	if events != goroutines*each {
+		t.Fatalf("stats count %d events", events)
+	}
+	t.Logf("%d events in %d transactions", events, batches)
+}
+
+func TestIntegrationAuditTrail_VerifyFindsTampering(t *testing.T) {
+	tests := []struct {
+		name         string
+		sql          string
+		wantEvents   int
+		wantFirstBad int64
+	}{
+		{"a changed detail", `UPDATE audit_events SET detail = '{"results": 99}' WHERE id = 3`, 5, 3},
+		{"a detail that is no object", `UPDATE audit_events SET detail = 'null' WHERE id = 3`, 5, 3},
+		{"a changed actor", `UPDATE audit_events SET actor = 'mallory' WHERE id = 2`, 5, 2},
+		{"a removed actor", `UPDATE audit_events SET actor = '' WHERE id = 4`, 5, 4},
+		{"a changed time", `UPDATE audit_events SET at = at + interval '1 microsecond' WHERE id = 1`, 5, 1},
+		{"a changed status and hash", `UPDATE audit_events SET status = 403, outcome = 'denied', hash = '\x00' WHERE id = 2`, 5, 2},
+		{"a deleted event", `DELETE FROM audit_events WHERE id = 3`, 4, 3},
+		{"the deleted last event", `DELETE FROM audit_events WHERE id = 5`, 4, 5},
+		{"a moved head", `UPDATE audit_chain_head SET id = 4`, 5, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := pgtest.Store(t)
+			l := newAuditLog(t, db, postgres.AuditConfig{})
+			recordAudit(t, l, 5)
+			if n, _, ok := verifyAudit(t, db); !ok || n != 5 {
+				t.Fatalf("before: events=%d ok=%v", n, ok)
+			}
+			tamper(t, db, tt.sql)
+			n, bad, ok := verifyAudit(t, db)
+			if ok || n != tt.wantEvents || bad != tt.wantFirstBad {
+				t.Fatalf("events=%d firstBad=%d ok=%v, want %d %d false", n, bad, ok, tt.wantEvents, tt.wantFirstBad)
+			}
+		})
+	}
+}
+
+// The triggers refuse the service's own role, which owns the tables and is
+// no superuser.
+func TestIntegrationAuditEvents_AppendOnlyForTheServiceRole(t *testing.T) {
+	_, serviceURL, role := pgtest.NewWithRole(t)
+	ctx := context.Background()
+	svc, err := postgres.New(ctx, serviceURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	var user string
+	var super bool
+	var owner string
+	if err := svc.Pool().QueryRow(ctx, `SELECT current_user, rolsuper, (SELECT tableowner FROM pg_tables WHERE tablename = 'audit_events')
+		FROM pg_roles WHERE rolname = current_user`).Scan(&user, &super, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if user != role || super || owner != role {
+		t.Fatalf("connected as %s (superuser %v), audit_events owned by %s; want %s, not superuser, owner", user, super, owner, role)
+	}
+
+	recordAudit(t, newAuditLog(t, svc, postgres.AuditConfig{}), 2)
+	for _, sql := range []string{
+		`UPDATE audit_events SET actor = 'mallory' WHERE id = 1`,
+		`DELETE FROM audit_events WHERE id = 2`,
+		`TRUNCATE audit_events`,
+		`DELETE FROM audit_chain_head`,
+		`TRUNCATE audit_chain_head`,
+		`INSERT INTO audit_chain_head (id, hash) VALUES (7, decode(repeat('00', 32), 'hex'))`,
+	} {
+		_, err := svc.Pool().Exec(ctx, sql)
+		if err == nil {
+			t.Errorf("%s: allowed", sql)
+		} else {
+			t.Logf("%s: %v", sql, err)
+		}
+	}
+	var pgErr *pgconn.PgError
+	if _, err := svc.Pool().Exec(ctx, `DELETE FROM audit_events`); !errors.As(err, &pgErr) || !strings.Contains(pgErr.Message, "append-only") {
+		t.Errorf("DELETE: %v, want the append-only refusal", err)
+	}
+	if n, _, ok := verifyAudit(t, svc); !ok || n != 2 {
+		t.Fatalf("after the attempts: events=%d ok=%v", n, ok)
+	}
+}
+
+func TestIntegrationAuditLog_ReadyAndRecordFailWithoutPrivileges(t *testing.T) {
+	for _, revoke := range []string{
+		`REVOKE INSERT ON audit_events FROM %s`,
+		`REVOKE UPDATE ON audit_chain_head FROM %s`,
+	} {
+		t.Run(revoke, func(t *testing.T) {
+			adminURL, serviceURL, role := pgtest.NewWithRole(t)
+			ctx := context.Background()
+			svc, err := postgres.New(ctx, serviceURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(svc.Close)
+			l := newAuditLog(t, svc, postgres.AuditConfig{})
+			if err := l.Ready(ctx); err != nil {
+				t.Fatalf("ready before: %v", err)
+			}
+			recordAudit(t, l, 1)
+
+			admin, err := pgx.Connect(ctx, adminURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close(ctx)
+			if _, err := admin.Exec(ctx, fmt.Sprintf(revoke, role)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Ready(ctx); err == nil {
+				t.Fatal("ready after the revoke")
+			}
+			if err := l.Record(ctx, auditEvent(1)); err == nil {
+				t.Fatal("recorded after the revoke")
+			}
+			if s := l.Stats(); s.Events != 1 || s.Failed != 1 {
+				t.Fatalf("stats %+v", s)
+			}
+			if n, _, ok := verifyAudit(t, svc); !ok || n != 1 {
+				t.Fatalf("events=%d ok=%v", n, ok)
+			}
+		})
+	}
+}
+
+// A database that does not answer in time fails the batch's callers,
+// once: nothing is retried and the chain stays whole.
+func TestIntegrationAuditLog_TimeOutFailsTheBatchAndWritesNothing(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{Timeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	recordAudit(t, l, 1)
+
+	// Another instance holds the chain head.
+	holder, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM audit_chain_head FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = l.Record(ctx, auditEvent(i+1)) })
+	}
+	wg.Wait()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("callers waited %v", took)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("caller %d: %v while the head was locked, want the batch's time-out", i, err)
+		}
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := l.Record(ctx, auditEvent(9)); err != nil {
+		t.Fatalf("after the lock: %v", err)
+	}
+	if n, _, ok := verifyAudit(t, db); !ok || n != 2 {
+		t.Fatalf("events=%d ok=%v, want 2 (the failed ones not written)", n, ok)
+	}
+}
+
+func TestIntegrationAuditLog_CloseFlushesThenRefuses(t *testing.T) {
+	db := pgtest.Store(t)
+	l := db.AuditLog(postgres.AuditConfig{})
+	var wg sync.WaitGroup
+	var recorded, refused atomic.Int32
+	for i := range 50 {
+		wg.Go(func() {
+			switch err := l.Record(context.Background(), auditEvent(i)); {
+			case err == nil:
+				recorded.Add(1)
+			case errors.Is(err, postgres.ErrAuditLogClosed):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	l.Close()
+	wg.Wait()
+	if recorded.Load()+refused.Load() != 50 {
+		t.Fatalf("recorded %d, refused %d", recorded.Load(), refused.Load())
+	}
+	// Every accepted event was written before Close returned.
+	if n, _, ok := verifyAudit(t, db); !ok || n != int(recorded.Load()) {
+		t.Fatalf("events=%d ok=%v, recorded %d", n, ok, recorded.Load())
+	}
+	if err := l.Record(context.Background(), auditEvent(0)); !errors.Is(err, postgres.ErrAuditLogClosed) {
+		t.Fatalf("record after close: %v", err)
+	}
+	if err := l.Ready(context.Background()); !errors.Is(err, postgres.ErrAuditLogClosed) {
+		t.Fatalf("ready after close: %v", err)
+	}
+	l.Close() // twice is harmless
+}
+
+func TestIntegrationAuditLog_RecordHonoursItsContext(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Record(ctx, auditEvent(0)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("record: %v", err)
+	}
+	l.Close()
+	if n, _, ok := verifyAudit(t, db); !ok || n != 0 {
+		t.Fatalf("events=%d ok=%v: a cancelled caller's event was written", n, ok)
+	}
+}
+
+func TestIntegrationAuditTrail_ListFilters(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{})
+	recordAudit(t, l, 12) // at t0 + i minutes; actor alice/bob alternating; action cycling over 3
+	ids := func(events []audit.Event) []int64 {
+		out := []int64{}
+		for _, e := range events {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		f    postgres.AuditFilter
+		want []int64
+	}{
+		{"everything", postgres.AuditFilter{}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{"since, inclusive", postgres.AuditFilter{Since: auditT0.Add(9 * time.Minute)}, []int64{10, 11, 12}},
+		{"actor", postgres.AuditFilter{Actor: "bob"}, []int64{2, 4, 6, 8, 10, 12}},
+		{"action", postgres.AuditFilter{Action: audit.BlobDownload}, []int64{2, 5, 8, 11}},
+		{"the most recent, oldest first", postgres.AuditFilter{Limit: 3}, []int64{10, 11, 12}},
+		{"actor and action", postgres.AuditFilter{Actor: "alice", Action: audit.PatientSearch}, []int64{1, 7}},
+		{"all together", postgres.AuditFilter{Since: auditT0.Add(time.Minute), Actor: "alice", Action: audit.PatientSearch, Limit: 2}, []int64{7}},
+		{"nothing", postgres.AuditFilter{Actor: "carol"}, []int64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := db.AuditTrail().List(context.Background(), tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(ids(got)) != fmt.Sprint(tt.want) {
+				t.Fatalf("ids %v, want %v", ids(got), tt.want)
+			}
+		})
+	}
+}
+
+// go test -run '^$' -bench AuditRecord ./adapters/postgres: events/s with 64
+// concurrent callers of one AuditLog.
+func BenchmarkAuditRecord(b *testing.B) {
+	db := pgtest.Store(b)
+	l := db.AuditLog(postgres.AuditConfig{})
+	defer l.Close()
+	var i atomic.Int64
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := l.Record(context.Background(), auditEvent(int(i.Add(1)))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	s := l.Stats()
+	b.ReportMetric(float64(s.Events)/float64(max(1, s.Batches)), "events/tx")
+}
