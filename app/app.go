@@ -134,8 +134,11 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
 		Help: "Idempotency-Keys removed after their retention."})
 	registry.MustRegister(a.purged)
-	var auditor httpapi.Auditor
-	auditor, a.closeAudit = newAuditor(a.db, registry)
+	auditor, closeAudit, err := newAuditor(a.db, registry)
+	if err != nil {
+		return err
+	}
+	a.closeAudit = closeAudit
 	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
 	api := httpapi.New(httpapi.Config{
 		Log:         a.log.With("component", "http"),

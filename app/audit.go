@@ -11,8 +11,11 @@ import (
 // log, commits grouped, with its counts as metrics. The returned func
 // flushes and stops it. (test/bench builds the service once with this file
 // replaced by a no-op, to measure what the trail costs.)
-func newAuditor(db *postgres.Store, reg *prometheus.Registry) (httpapi.Auditor, func()) {
-	l := db.AuditLog(postgres.AuditConfig{})
+func newAuditor(db *postgres.Store, reg *prometheus.Registry) (httpapi.Auditor, func(), error) {
+	l, err := db.AuditLog(postgres.AuditConfig{})
+	if err != nil {
+		return nil, nil, err
+	}
 	counter := func(name, help string, v func(postgres.AuditStats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(l.Stats())) })
 	}
@@ -21,5 +24,5 @@ func newAuditor(db *postgres.Store, reg *prometheus.Registry) (httpapi.Auditor, 
 		counter("carebridge_audit_commits_total", "Transactions that committed audit events (grouped).", func(s postgres.AuditStats) uint64 { return s.Batches }),
 		counter("carebridge_audit_failed_events_total", "Audit events whose transaction failed (answered 503).", func(s postgres.AuditStats) uint64 { return s.Failed }),
 	)
-	return l, l.Close
+	return l, l.Close, nil
 }

@@ -31,8 +31,8 @@ func (noAudit) Ready(context.Context) error               { return nil }
 var errAuditUnavailable = &core.Error{Kind: core.KindUnavailable, Code: "audit_unavailable",
 	Message: "The audit trail cannot be written; nothing was done, try again later"}
 
-// auditTimeout bounds the wait for an event's commit. The commit does not
-// follow the request's context: a client that hung up is still audited.
+// auditTimeout bounds the readiness check of a request that changes
+// something.
 const auditTimeout = 5 * time.Second
 
 // auditRecord is what a handler tells the audit trail of its request.
@@ -163,11 +163,11 @@ func (w *auditWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// commit records the event. It does not follow the request's context (a
+// client that hung up is still audited); the auditor bounds its own wait.
 func (w *auditWriter) commit(status int) error {
 	a := w.info.audit
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.r.Context()), auditTimeout)
-	defer cancel()
-	return w.s.auditor.Record(ctx, audit.Event{
+	return w.s.auditor.Record(context.WithoutCancel(w.r.Context()), audit.Event{
 		At:           time.Now(),
 		RequestID:    w.info.id,
 		Actor:        w.info.actor,

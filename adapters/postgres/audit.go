@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/core/audit"
@@ -57,24 +57,34 @@ type auditCall struct {
 	done   chan error // buffered: the writer never waits on a caller
 }
 
-// AuditLog starts a writer of the audit trail on the store's pool. Close
-// stops it.
-func (s *Store) AuditLog(cfg AuditConfig) *AuditLog {
+// AuditLog starts a writer of the audit trail. It has a small pool of its
+// own, so the trail and the other queries never wait for each other's
+// connections, and its sessions give up a lock wait after half the time-out
+// on the server's side: a batch that the writer gave up on can then never
+// commit later. Close stops it.
+func (s *Store) AuditLog(cfg AuditConfig) (*AuditLog, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
+	pc := s.pool.Config().Copy()
+	pc.MaxConns, pc.MinConns = 3, 0 // the writer, Ready, a spare
+	pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt((cfg.Timeout / 2).Milliseconds(), 10)
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		return nil, fmt.Errorf("audit log pool: %w", err)
+	}
 	l := &AuditLog{
-		pool:     s.pool,
+		pool:     pool,
 		maxBatch: cfg.MaxBatch,
 		timeout:  cfg.Timeout,
 		queue:    make(chan *auditCall, 4*cfg.MaxBatch),
 		stopped:  make(chan struct{}),
 	}
 	go l.run()
-	return l
+	return l, nil
 }
 
 // Record appends e to the trail and returns once the transaction holding it
@@ -146,43 +156,137 @@ func storableText(s string) string {
 	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }
 
-// run is the writer: it takes what is queued, writes it, answers the
-// callers, and ends once Close has closed the queue and it is drained.
+// run is the writer. It takes what is queued as one batch and appends it
+// after the head it knows (the last batch it wrote) in one statement; the
+// callers that queue meanwhile make the next batch. When the head has moved
+// (another instance appended) it appends the batch again holding the
+// head's lock. (Sending the next batch before this one commits was tried:
+// the head's row lock serialises the commits anyway, so it only made
+// batches smaller: at 2,000 searches/s p99 grew by 4 ms.)
 func (l *AuditLog) run() {
 	defer close(l.stopped)
-	batch := make([]*auditCall, 0, l.maxBatch)
+	var head *chainHead // what the next batch chains after; nil: read it
 	for c := range l.queue {
-		batch = append(batch[:0], c)
-	fill:
-		for len(batch) < l.maxBatch {
-			select {
-			case c, ok := <-l.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, c)
-			default:
-				break fill
+		batch := l.fill(c)
+		if head == nil {
+			h, err := l.readHead()
+			if err != nil {
+				l.answer(batch, err)
+				continue
 			}
+			head = &h
 		}
-		err := l.write(batch)
-		if err != nil {
-			l.failed.Add(uint64(len(batch)))
-		} else {
-			l.events.Add(uint64(len(batch)))
-			l.batches.Add(1)
+		next, err := l.append(batch, *head)
+		if errors.Is(err, errChainMoved) {
+			next, err = l.appendLocked(batch)
 		}
-		for _, c := range batch {
-			c.done <- err
+		head = nil
+		if err == nil {
+			head = &next
 		}
-		clear(batch) // let the events go
+		l.answer(batch, err)
 	}
 }
 
-const insertAuditEvents = `
+// chainHead is the last event of the chain: its id and hash.
+type chainHead struct {
+	id   int64
+	hash []byte
+}
+
+// errChainMoved is a batch that found the head elsewhere than it expected
+// (another instance appended): it wrote nothing.
+var errChainMoved = errors.New("the audit chain head moved")
+
+// fill makes a batch of c and whatever else is queued now.
+func (l *AuditLog) fill(c *auditCall) []*auditCall {
+	batch := []*auditCall{c}
+	for len(batch) < l.maxBatch {
+		select {
+		case c, ok := <-l.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, c)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// answer tells every caller of a batch how it ended.
+func (l *AuditLog) answer(calls []*auditCall, err error) {
+	if err != nil {
+		l.failed.Add(uint64(len(calls)))
+		err = fmt.Errorf("write audit events: %w", err)
+	} else {
+		l.events.Add(uint64(len(calls)))
+		l.batches.Add(1)
+	}
+	for _, c := range calls {
+		c.done <- err
+	}
+}
+
+// appendLocked appends calls holding the chain head's lock from the read
+// of the head to the commit (two round trips more than append), so
+// another instance cannot move it in between.
+func (l *AuditLog) appendLocked(calls []*auditCall) (chainHead, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	var next chainHead
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		var head chainHead
+		if err := tx.QueryRow(ctx, `SELECT id, hash FROM audit_chain_head FOR UPDATE`).Scan(&head.id, &head.hash); err != nil {
+			return fmt.Errorf("lock the chain head: %w", err)
+		}
+		var args []any
+		args, next = chain(calls, head)
+		tag, err := tx.Exec(ctx, appendAudit, args...)
+		return inserted(tag.RowsAffected(), len(calls), err)
+	})
+	return next, err
+}
+
+// inserted is the outcome of appendAudit for n events.
+func inserted(rows int64, n int, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case rows == 0:
+		return errChainMoved
+	case rows != int64(n):
+		return fmt.Errorf("%d of %d events inserted", rows, n)
+	}
+	return nil
+}
+
+// readHead reads the chain head.
+func (l *AuditLog) readHead() (chainHead, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	var h chainHead
+	if err := l.pool.QueryRow(ctx, `SELECT id, hash FROM audit_chain_head`).Scan(&h.id, &h.hash); err != nil {
+		return h, fmt.Errorf("read the chain head: %w", err)
+	}
+	return h, nil
+}
+
+// appendAudit appends a batch in one statement (one round trip, its own
+// transaction): it moves the chain head from the expected event to the
+// batch's last, and inserts the rows only if that worked. The UPDATE's row
+// lock serialises the writers of every instance until commit; one that
+// finds the head moved (PostgreSQL re-checks the WHERE after the lock
+// wait) updates nothing and so inserts nothing.
+const appendAudit = `
+	WITH head AS (
+		UPDATE audit_chain_head SET id = $12, hash = $13 WHERE id = $14 AND hash = $15 RETURNING id
+	)
 	INSERT INTO audit_events (id, at, request_id, actor, action, resource_type, resource_id, outcome, status, detail, hash)
 	SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
-		$7::text[], $8::text[], $9::smallint[], $10::jsonb[], $11::bytea[])`
+		$7::text[], $8::text[], $9::smallint[], $10::jsonb[], $11::bytea[])
+	WHERE EXISTS (SELECT FROM head)`
 
 // auditColumns holds a batch column by column, for one INSERT … unnest.
 type auditColumns struct {
@@ -208,63 +312,30 @@ func (c *auditColumns) add(e audit.Event, detail, hash []byte) {
 	c.hash = append(c.hash, hash)
 }
 
-// write appends batch in one transaction, chained after the head, in two
-// round trips: BEGIN and the head's lock, then the rows, the new head and
-// COMMIT, each sent as one pipelined pgx.Batch. (pgx.BeginFunc takes four,
-// CopyFrom instead of INSERT … unnest one more: with 64 callers, this wrote
-// about a fifth more events per second than either in BenchmarkAuditRecord.)
-// The head stays locked from the first round trip to the commit, which is
-// what instances queue for.
-func (l *AuditLog) write(batch []*auditCall) error {
+// chain gives calls their ids and hashes after head: the arguments of
+// appendAudit and the head they lead to.
+func chain(calls []*auditCall, head chainHead) ([]any, chainHead) {
+	var cols auditColumns
+	next := head
+	for _, c := range calls {
+		next.id++
+		e := c.e
+		e.ID = next.id
+		next.hash = audit.LinkDetail(next.hash, e, c.detail)
+		cols.add(e, c.detail, next.hash)
+	}
+	return []any{cols.id, cols.at, cols.requestID, cols.actor, cols.action, cols.resourceType,
+		cols.resourceID, cols.outcome, cols.status, cols.detail, cols.hash, next.id, next.hash, head.id, head.hash}, next
+}
+
+// append chains calls after head and appends them in one statement; it
+// returns the new head.
+func (l *AuditLog) append(calls []*auditCall, head chainHead) (chainHead, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
-	conn, err := l.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("write audit events: %w", err)
-	}
-	// A connection left inside a transaction (a failed statement) is
-	// closed by the pool instead of reused, which rolls the transaction
-	// back.
-	defer conn.Release()
-
-	var id int64
-	var prev []byte
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	// The row lock serialises the writers of every instance until commit.
-	b.Queue(`SELECT id, hash FROM audit_chain_head FOR UPDATE`).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&id, &prev)
-	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("write audit events: lock chain head: %w", err)
-	}
-	if st := conn.Conn().PgConn().TxStatus(); st != 'T' {
-		return fmt.Errorf("write audit events: not in a transaction (status %q)", st)
-	}
-
-	var cols auditColumns
-	for _, c := range batch {
-		id++
-		e := c.e
-		e.ID = id
-		prev = audit.Link(prev, e)
-		cols.add(e, c.detail, prev)
-	}
-	var commit pgconn.CommandTag
-	b = &pgx.Batch{}
-	b.Queue(insertAuditEvents, cols.id, cols.at, cols.requestID, cols.actor, cols.action, cols.resourceType,
-		cols.resourceID, cols.outcome, cols.status, cols.detail, cols.hash)
-	b.Queue(`UPDATE audit_chain_head SET id = $1, hash = $2`, id, prev)
-	b.Queue(`COMMIT`).Exec(func(tag pgconn.CommandTag) error { commit = tag; return nil })
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("write audit events: %w", err)
-	}
-	// A COMMIT of a failed transaction answers ROLLBACK without an error
-	// (cannot happen after the statements above succeeded; checked anyway).
-	if commit.String() != "COMMIT" {
-		return fmt.Errorf("write audit events: transaction ended with %q", commit)
-	}
-	return nil
+	args, next := chain(calls, head)
+	tag, err := l.pool.Exec(ctx, appendAudit, args...)
+	return next, inserted(tag.RowsAffected(), len(calls), err)
 }
 
 // Ready reports whether events can be appended now: the database answers,
@@ -303,6 +374,7 @@ func (l *AuditLog) Close() {
 	}
 	l.mu.Unlock()
 	<-l.stopped
+	l.pool.Close()
 }
 
 // AuditStats counts what an AuditLog did since it started.

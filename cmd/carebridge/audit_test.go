@@ -125,7 +125,10 @@ func TestIntegrationAuditCommand_ListsAndVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	l := db.AuditLog(postgres.AuditConfig{})
+	l, err := db.AuditLog(postgres.AuditConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now()
 	events := []audit.Event{
 		{At: now.Add(-48 * time.Hour), Actor: "alice", Action: audit.BlobUpload}, // before the default --since

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,5 +246,20 @@ func TestVerifier_NextAfterABadEventOnlyCounts(t *testing.T) {
 	}
 	if v.Head(4, events[3].Hash) || v.FirstBad() != 2 || v.Events() != 4 {
 		t.Fatalf("firstBad=%d events=%d", v.FirstBad(), v.Events())
+	}
+}
+
+func TestLinkDetail_IsLink(t *testing.T) {
+	e := audit.Event{ID: 7, At: time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC), RequestID: "r", Actor: "a", Action: audit.PatientSearch,
+		ResourceType: "patient", Outcome: audit.Success, Status: 200, Detail: map[string]any{"results": 3, "sources": []string{"x", "y"}, "cacheHit": true}}
+	detail, err := audit.CanonicalDetail(e.Detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(audit.Link(audit.Genesis(), e), audit.LinkDetail(audit.Genesis(), e, detail)) {
+		t.Fatal("LinkDetail differs from Link")
+	}
+	if got := string(audit.Canonical(e)); !strings.HasSuffix(got, `"status":200,"detail":{"cacheHit":true,"results":3,"sources":["x","y"]}}`) {
+		t.Fatalf("canonical form %s", got)
 	}
 }

@@ -20,6 +20,6 @@ type noAudit struct{}
 func (noAudit) Record(context.Context, audit.Event) error { return nil }
 func (noAudit) Ready(context.Context) error               { return nil }
 
-func newAuditor(*postgres.Store, *prometheus.Registry) (httpapi.Auditor, func()) {
-	return noAudit{}, func() {}
+func newAuditor(*postgres.Store, *prometheus.Registry) (httpapi.Auditor, func(), error) {
+	return noAudit{}, func() {}, nil
 }
