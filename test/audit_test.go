@@ -12,6 +12,7 @@ import (
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/app"
+	"github.com/carebridge/carebridge/test/logtest"
 	"github.com/carebridge/carebridge/test/pgtest"
 	"github.com/carebridge/carebridge/test/wsbottest"
 )
@@ -93,7 +94,7 @@ func auditRows(t *testing.T, db *pgxpool.Pool) []auditRow {
 
 func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
 	w := newWorld(t)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	ehrA := newFakeEHR(t, "clinica", fhirPatient("a-1", markFamily, markGiven, markBirth, markMRN))
 	searchCfg, _ := ehrFile(t, 2000, ehrA)
 	bot := wsbottest.Start(t)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -138,9 +139,11 @@ func (w *auditWriter) WriteHeader(status int) {
 		w.s.log.LogAttrs(w.r.Context(), slog.LevelError, "audit event not committed; answer replaced by 503",
 			slog.String("request_id", w.info.id), slog.String("action", string(w.info.audit.action)),
 			slog.Int("status", status), slog.String("error", err.Error()))
+		// What the handler set describes the answer that is not sent
+		// (Content-Disposition, ETag, ...); the request's own headers stay.
 		h := w.ResponseWriter.Header()
 		for k := range h {
-			if k != "X-Request-Id" && k != "X-Content-Type-Options" && k != "Vary" && k[:min(len(k), 14)] != "Access-Control" {
+			if k != "X-Request-Id" && k != "X-Content-Type-Options" && k != "Vary" && !strings.HasPrefix(k, "Access-Control-") {
 				delete(h, k)
 			}
 		}

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carebridge/carebridge/app"
 )
 
 func envOf(m map[string]string) env { return func(k string) string { return m[k] } }
@@ -135,4 +139,53 @@ func TestLoadConfig_SearchSettings(t *testing.T) {
 			t.Errorf("%s not reported: %v", name, err)
 		}
 	}
+}
+
+func TestRun_DevTokenScopes(t *testing.T) {
+	e := envOf(map[string]string{"DEV_KEY_FILE": t.TempDir() + "/k.pem"})
+	claims := func(args ...string) map[string]any {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), append([]string{"dev-token", "--sub", "alice"}, args...), e, nil, &out); err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(strings.TrimSpace(out.String()), ".")
+		raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c map[string]any
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if got := claims()["scope"]; got != "user/Patient.rs user/Appointment.cruds" {
+		t.Fatalf("default scope %v, want the staff scopes", got)
+	}
+	if got := claims("--scope", " patient/Appointment.cus  ")["scope"]; got != "patient/Appointment.cus" {
+		t.Fatalf("--scope gave %v", got)
+	}
+	if _, ok := claims("--scope", "")["scope"]; ok {
+		t.Fatal(`--scope "" still carries a scope claim`)
+	}
+}
+
+func TestLoadConfig_IdempotencyKey(t *testing.T) {
+	key := strings.Repeat("ab", 32)
+	withCred, err := loadConfigOnly(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
+		"EHR_CREDENTIALS_KEY": key}))
+	if err != nil || len(withCred.IdempotencyKey) != 32 {
+		t.Fatalf("with EHR_CREDENTIALS_KEY: %v %d", err, len(withCred.IdempotencyKey))
+	}
+	withBlob, err := loadConfigOnly(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
+		"CLOUD_STORAGE_ENCRYPTION_KEY": key}))
+	if err != nil || len(withBlob.IdempotencyKey) != 32 || bytes.Equal(withBlob.IdempotencyKey, withBlob.EncryptionKey) {
+		t.Fatalf("with the blob key: %v, a derived key of %d bytes", err, len(withBlob.IdempotencyKey))
+	}
+}
+
+func loadConfigOnly(e env) (app.Config, error) {
+	cfg, _, err := loadConfig(e)
+	return cfg, err
 }

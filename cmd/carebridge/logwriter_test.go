@@ -1,32 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/carebridge/carebridge/test/logtest"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestLogWriter_FlushesOnTheTickAndOnClose(t *testing.T) {
-	var out lockedBuffer
+	var out logtest.Buffer
 	w := newLogWriter(&out, 20*time.Millisecond)
 	w.Write([]byte("first\n"))
 	deadline := time.Now().Add(5 * time.Second)

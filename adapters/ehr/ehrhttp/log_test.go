@@ -1,41 +1,25 @@
 package ehrhttp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
 	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/test/logtest"
 )
 
 // logBuffer collects the JSON lines of a logger built as app builds it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ logtest.Buffer }
 
 func (b *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})).
 		With("component", "ehrhttp", "ehr", "clinic-a")
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // lines decodes every line logged.

@@ -1,35 +1,16 @@
 package wsbot
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/test/logtest"
 )
-
-// lockedBuffer is a log sink that goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func sampleAppointment(status ehr.AppointmentStatus) ehr.Appointment {
 	plus2 := time.FixedZone("", 2*3600)
@@ -60,7 +41,7 @@ func sameInstantAndOffset(a, b time.Time) bool {
 }
 
 func TestAppointment_RoundTripsEveryFieldAndStatus(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(&lockedBuffer{}, nil))
+	log := slog.New(slog.NewTextHandler(&logtest.Buffer{}, nil))
 	for _, st := range ehr.AppointmentStatuses {
 		in := sampleAppointment(st)
 		body, err := json.Marshal(appointmentToWire(in))
@@ -103,7 +84,7 @@ func TestAppointmentFromWire_WireStatusesEqualInternal(t *testing.T) {
 }
 
 func TestAppointmentFromWire_UnknownStatusIsPendingAndLoggedWithoutPatientData(t *testing.T) {
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	for _, status := range []string{"arrived", "", "BOOKED!", strings.Repeat("x", 500)} {
 		w := appointmentToWire(sampleAppointment(ehr.StatusBooked))
