@@ -107,6 +107,25 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		t.Skip(EnvDir + " not set; run make test")
 	}
+	s, err := Run(dir, t.TempDir(), opts...)
+	if err != nil {
+		t.Fatalf("fhirtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("fhirtest: stop the FHIR server: %v\n%s", err, s.Output())
+		} else if t.Failed() && s.cfg.logRequests {
+			t.Logf("fhirtest: FHIR server output:\n%s", s.Output())
+		}
+	})
+	return s
+}
+
+// Run starts a new in-memory FHIR server like Start, outside a test (the
+// demo EHR systems of `make run`): dir is the install directory of
+// scripts/install-medplum.sh, work an existing directory for its files.
+// Close stops it.
+func Run(dir, work string, opts ...Option) (*Server, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
@@ -114,26 +133,27 @@ func Start(t testing.TB, opts ...Option) *Server {
 
 	modules, err := filepath.Abs(filepath.Join(dir, "node_modules"))
 	if err != nil {
-		t.Fatalf("fhirtest: %v", err)
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(modules, "@medplum", "fhir-router", "package.json")); err != nil {
-		t.Fatalf("fhirtest: %s=%s has no @medplum/fhir-router (run scripts/install-medplum.sh): %v", EnvDir, dir, err)
+		return nil, fmt.Errorf("%s=%s has no @medplum/fhir-router (run scripts/install-medplum.sh): %w", EnvDir, dir, err)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatalf("fhirtest: node not found: %v", err)
+		return nil, fmt.Errorf("node not found: %w", err)
 	}
 
 	// The embedded script beside a link to the installed node_modules: ES
 	// modules resolve packages from the script's own directory, so this
 	// runs the server of this source tree with the pinned packages.
-	work := t.TempDir()
 	script := filepath.Join(work, "server.mjs")
 	if err := os.WriteFile(script, serverScript, 0o644); err != nil {
-		t.Fatalf("fhirtest: %v", err)
+		return nil, err
 	}
-	if err := os.Symlink(modules, filepath.Join(work, "node_modules")); err != nil {
-		t.Fatalf("fhirtest: %v", err)
+	link := filepath.Join(work, "node_modules")
+	_ = os.Remove(link) // a link left by an earlier run
+	if err := os.Symlink(modules, link); err != nil {
+		return nil, err
 	}
 
 	args := []string{script, "0"}
@@ -162,22 +182,18 @@ func Start(t testing.TB, opts ...Option) *Server {
 
 	p, addr, err := launch(node, args, work, env)
 	if err != nil {
-		t.Fatalf("fhirtest: start the FHIR server: %v", err)
+		return nil, fmt.Errorf("start the FHIR server: %w", err)
 	}
-	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
-			t.Errorf("fhirtest: stop the FHIR server: %v\n%s", err, p.out.String())
-		} else if t.Failed() && cfg.logRequests {
-			t.Logf("fhirtest: FHIR server output:\n%s", p.out.String())
-		}
-	})
 	return &Server{
 		base:   "http://" + addr + "/fhir",
 		cfg:    cfg,
 		client: &http.Client{Timeout: 30 * time.Second},
 		proc:   p,
-	}
+	}, nil
 }
+
+// Close stops the server (its whole process group).
+func (s *Server) Close() error { return s.proc.stop() }
 
 // URL returns the FHIR base URL, http://127.0.0.1:PORT/fhir.
 func (s *Server) URL() string { return s.base }
@@ -215,17 +231,30 @@ func (s *Server) Seed(t testing.TB, resource map[string]any) map[string]any {
 
 func (s *Server) create(t testing.TB, resource map[string]any, keepMeta bool) map[string]any {
 	t.Helper()
+	created, err := s.post(resource, keepMeta)
+	if err != nil {
+		t.Fatalf("fhirtest: %v", err)
+	}
+	return created
+}
+
+// Post creates resource like Create, outside a test.
+func (s *Server) Post(resource map[string]any) (map[string]any, error) {
+	return s.post(resource, false)
+}
+
+func (s *Server) post(resource map[string]any, keepMeta bool) (map[string]any, error) {
 	typ, _ := resource["resourceType"].(string)
 	if typ == "" {
-		t.Fatalf("fhirtest: create: resource has no resourceType")
+		return nil, errors.New("create: resource has no resourceType")
 	}
 	body, err := json.Marshal(resource)
 	if err != nil {
-		t.Fatalf("fhirtest: create %s: %v", typ, err)
+		return nil, fmt.Errorf("create %s: %w", typ, err)
 	}
 	req, err := http.NewRequest(http.MethodPost, s.base+"/"+typ, bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("fhirtest: create %s: %v", typ, err)
+		return nil, fmt.Errorf("create %s: %w", typ, err)
 	}
 	req.Header.Set("Content-Type", "application/fhir+json")
 	if keepMeta {
@@ -233,19 +262,19 @@ func (s *Server) create(t testing.TB, resource map[string]any, keepMeta bool) ma
 	}
 	out, status, err := s.do(req)
 	if err != nil {
-		t.Fatalf("fhirtest: create %s: %v", typ, err)
+		return nil, fmt.Errorf("create %s: %w", typ, err)
 	}
 	if status != http.StatusCreated {
-		t.Fatalf("fhirtest: create %s: status %d: %s", typ, status, out)
+		return nil, fmt.Errorf("create %s: status %d: %s", typ, status, out)
 	}
 	var created map[string]any
 	if err := json.Unmarshal(out, &created); err != nil {
-		t.Fatalf("fhirtest: create %s: decode %q: %v", typ, out, err)
+		return nil, fmt.Errorf("create %s: decode %q: %w", typ, out, err)
 	}
 	if id, _ := created["id"].(string); id == "" {
-		t.Fatalf("fhirtest: create %s: no id in %s", typ, out)
+		return nil, fmt.Errorf("create %s: no id in %s", typ, out)
 	}
-	return created
+	return created, nil
 }
 
 // Get sends an authenticated GET for path (relative to the FHIR base, e.g.
@@ -428,6 +457,22 @@ func (b *limitedBuffer) String() string {
 // Practitioner's id.
 func (srv *Server) AddAgent(t testing.TB, a ehr.Agent, free []ehr.Period) string {
 	t.Helper()
+	id, err := srv.PostAgent(a, free)
+	if err != nil {
+		t.Fatalf("fhirtest: %v", err)
+	}
+	return id
+}
+
+// PostAgent seeds an agent like AddAgent, outside a test.
+func (srv *Server) PostAgent(a ehr.Agent, free []ehr.Period) (string, error) {
+	create := func(r map[string]any) (string, error) {
+		created, err := srv.Post(r)
+		if err != nil {
+			return "", err
+		}
+		return created["id"].(string), nil
+	}
 	p := map[string]any{
 		"resourceType": "Practitioner",
 		"active":       true,
@@ -439,7 +484,10 @@ func (srv *Server) AddAgent(t testing.TB, a ehr.Agent, free []ehr.Period) string
 	if a.Timezone != "" {
 		p["extension"] = []any{map[string]any{"url": fhir.TimezoneExtension, "valueCode": a.Timezone}}
 	}
-	id := srv.Create(t, p)["id"].(string)
+	id, err := create(p)
+	if err != nil {
+		return "", err
+	}
 	role := map[string]any{
 		"resourceType": "PractitionerRole",
 		"active":       true,
@@ -453,20 +501,27 @@ func (srv *Server) AddAgent(t testing.TB, a ehr.Agent, free []ehr.Period) string
 	if len(locs) > 0 {
 		role["location"] = locs
 	}
-	srv.Create(t, role)
-	sched := srv.Create(t, map[string]any{
+	if _, err := create(role); err != nil {
+		return "", err
+	}
+	sched, err := create(map[string]any{
 		"resourceType": "Schedule",
 		"active":       true,
 		"actor":        []any{map[string]any{"reference": "Practitioner/" + id}},
-	})["id"].(string)
+	})
+	if err != nil {
+		return "", err
+	}
 	for _, p := range free {
-		srv.Create(t, map[string]any{
+		if _, err := create(map[string]any{
 			"resourceType": "Slot",
 			"schedule":     map[string]any{"reference": "Schedule/" + sched},
 			"status":       "free",
 			"start":        p.Start.UTC().Format(time.RFC3339),
 			"end":          p.End.UTC().Format(time.RFC3339),
-		})
+		}); err != nil {
+			return "", err
+		}
 	}
-	return id
+	return id, nil
 }

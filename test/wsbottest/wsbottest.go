@@ -128,6 +128,14 @@ type appointment struct {
 // Start starts a bot on 127.0.0.1; it stops when the test ends.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	s := New(opts...)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a bot on a free 127.0.0.1 port, outside a test (the demo EHR
+// systems of `make run`); Close stops it.
+func New(opts ...Option) *Server {
 	s := &Server{
 		delays: make(map[string]time.Duration),
 		conns:  make(map[*conn]struct{}),
@@ -140,7 +148,6 @@ func Start(t testing.TB, opts ...Option) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, s.serveWS)
 	s.hs = httptest.NewServer(mux)
-	t.Cleanup(s.Close)
 	return s
 }
 

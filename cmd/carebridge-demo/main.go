@@ -1,0 +1,81 @@
+// Command carebridge-demo runs the demo EHR systems of `make run` on
+// loopback (package test/demoehr: a FHIR R4 server and a WebSocket bot
+// seeded with synthetic people and practitioners) until it is
+// interrupted.
+//
+//	EHR_CREDENTIALS_KEY=… carebridge-demo --dir data/demo [--medplum DIR]
+//
+// Without --medplum (no Node.js) only the bot runs, and it answers the
+// appointment endpoints too. Once everything is up, DIR/demo.env holds the
+// variables `make run` reads (EHR_CONFIG and the demo's ids); it is removed
+// again on exit, with DIR/demo.pid (which `make stop` reads).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/carebridge/carebridge/adapters/keyring"
+	"github.com/carebridge/carebridge/test/demoehr"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "carebridge-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("carebridge-demo", flag.ContinueOnError)
+	dir := fs.String("dir", "data/demo", "where to write the EHR systems file, demo.env and demo.pid")
+	medplum := fs.String("medplum", "", "install directory of scripts/install-medplum.sh (empty: no FHIR demo)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	key, err := keyring.ParseKey(os.Getenv("EHR_CREDENTIALS_KEY"))
+	if err != nil {
+		return fmt.Errorf("EHR_CREDENTIALS_KEY: %w", err)
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return err
+	}
+	envFile, pidFile := filepath.Join(abs, "demo.env"), filepath.Join(abs, "demo.pid")
+	_ = os.Remove(envFile)
+	if err := os.WriteFile(pidFile, []byte(fmt.Sprintln(os.Getpid())), 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(pidFile)
+	defer os.Remove(envFile)
+
+	d, err := demoehr.Start(abs, *medplum, key)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	name, zone := d.Agent()
+	env := fmt.Sprintf("EHR_CONFIG=%s\nDEMO_INTEGRATION=%s\nDEMO_AGENT_ID=%s\nDEMO_AGENT_NAME=%q\nDEMO_AGENT_TZ=%s\nDEMO_FAMILY=%s\nDEMO_GIVEN=%s\n",
+		d.File, d.Integration, d.AgentID, name, zone, d.BothFamily, d.BothGiven)
+	// Written through a temporary file: `make run` waits for it to appear
+	// and must never read half of it.
+	if err := os.WriteFile(envFile+".tmp", []byte(env), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(envFile+".tmp", envFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "carebridge-demo: %s; EHR systems file %s\n", d.Summary(), d.File)
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,82 @@
+package test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/app"
+	"github.com/carebridge/carebridge/test/demoehr"
+	"github.com/carebridge/carebridge/test/fhirtest"
+)
+
+// The demo EHR systems of `make run`, as a newcomer meets them: a search
+// merges the people both systems hold, and the practitioners can be
+// booked.
+func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
+	medplum := os.Getenv(fhirtest.EnvDir)
+	if medplum == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal(fhirtest.EnvDir + " not set (CI): run the tests through make test, which installs the FHIR server")
+		}
+		t.Skip(fhirtest.EnvDir + " not set; run make test")
+	}
+	key := bytes.Repeat([]byte{5}, 32)
+	d, err := demoehr.Start(t.TempDir(), medplum, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Integration != demoehr.FHIRName {
+		t.Fatalf("integration EHR %s", d.Integration)
+	}
+	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(d.File)
+	if bytes.Count(raw, []byte("enc:v1:")) != 2 {
+		t.Fatalf("the EHR systems file keeps a secret in the clear:\n%s", raw)
+	}
+	w := newWorld(t)
+	s := w.start(func(c *app.Config) { c.EHR = cfg })
+	tok := w.token("newcomer")
+
+	r, ans := s.search(tok, fmt.Sprintf(`{"query":"family:%s given:%s"}`, d.BothFamily, d.BothGiven))
+	if r.status != 200 || ans.Status != "success" || ans.Data.TotalCount != 1 || len(ans.Data.Results[0].Sources) != 2 {
+		t.Fatalf("the person in both systems: %d %s", r.status, r.body)
+	}
+	r, ans = s.search(tok, `{"query":"given:Ava","pagination":{"limit":100}}`)
+	if r.status != 200 || ans.Data.TotalCount < 2 || strings.Join(ans.Metadata.Sources, ",") != "demo-fhir,demo-bot" {
+		t.Fatalf("a common given name: %d %s", r.status, r.body)
+	}
+
+	r, agents := s.ehrCall("GET", "/agents", tok, "")
+	if r.status != 200 || agents["totalCount"] != 3.0 {
+		t.Fatalf("agents: %d %s", r.status, r.body)
+	}
+	_, zone := d.Agent()
+	loc, _ := time.LoadLocation(zone)
+	day := time.Now().In(loc).AddDate(0, 0, 2)
+	if day.Weekday() == time.Sunday {
+		day = day.AddDate(0, 0, 1)
+	}
+	date := day.Format(time.DateOnly)
+	r, av := s.ehrCall("GET", fmt.Sprintf("/agents/%s/availability?from=%s&to=%s&duration=30", d.AgentID, date, date), tok, "")
+	slots, _ := av["slots"].([]any)
+	if r.status != 200 || len(slots) != 16 {
+		t.Fatalf("availability on %s: %d %s", date, r.status, r.body)
+	}
+	start := slots[3].(map[string]any)["start"].(string)
+	body := fmt.Sprintf(`{"agentId":%q,"start":%q,"durationMinutes":30,"reason":"demo visit","patient":{"firstName":"Ava","lastName":"Alvarez","dateOfBirth":"1980-02-01","email":"ava@example.org"}}`, d.AgentID, start)
+	if r, appt := s.ehrCall("POST", "/appointment/customer", tok, body, "Idempotency-Key", "demo-1"); r.status != 201 || appt["status"] != "booked" {
+		t.Fatalf("book: %d %s", r.status, r.body)
+	}
+	if r, page := s.ehrCall("GET", "/appointment?agentId="+d.AgentID, tok, ""); r.status != 200 || page["totalCount"] != 1.0 {
+		t.Fatalf("list: %d %s", r.status, r.body)
+	}
+}

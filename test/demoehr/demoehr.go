@@ -1,0 +1,181 @@
+// Package demoehr runs the demo EHR systems of `make run` on loopback: a
+// FHIR R4 server (the in-memory Medplum server the tests use, through
+// test/fhirtest) and a WebSocket bot speaking the contract's protocol
+// (test/wsbottest), both seeded from one synthetic data set (people.go),
+// with the EHR systems file that points Carebridge at them. The command
+// cmd/carebridge-demo runs it; the end-to-end tests use it too.
+package demoehr
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/test/fhirtest"
+	"github.com/carebridge/carebridge/test/wsbottest"
+)
+
+// The names of the demo systems in the EHR systems file.
+const (
+	FHIRName = "demo-fhir"
+	BotName  = "demo-bot"
+)
+
+// Demo is the running demo systems.
+type Demo struct {
+	// File is the EHR systems file (secrets in enc:v1: form).
+	File string
+	// Integration names the system behind the appointment endpoints: the
+	// FHIR one, or the bot without Node.js.
+	Integration string
+	// AgentID is the first practitioner's id in the integration system.
+	AgentID string
+	// BothFamily and BothGiven name a person held by both systems (with
+	// the same MRN), whom a search merges.
+	BothFamily, BothGiven string
+
+	bot  *wsbottest.Server
+	fhir *fhirtest.Server // nil without the FHIR demo
+}
+
+// Start starts the systems, seeds them and writes the EHR systems file
+// into dir; key encrypts its secrets (EHR_CREDENTIALS_KEY). medplum is the
+// install directory of scripts/install-medplum.sh; "" starts the bot alone,
+// which then answers the appointment endpoints too.
+func Start(dir, medplum string, key []byte) (*Demo, error) {
+	now := time.Now()
+	d := &Demo{Integration: BotName, BothFamily: person(botFrom).Name.Family, BothGiven: person(botFrom).Name.Given[0]}
+
+	// The bot: Basic auth, people [botFrom, demoPeople) and every
+	// practitioner.
+	password := randomHex(16)
+	d.bot = wsbottest.New(wsbottest.WithAuthorization("Basic " + base64.StdEncoding.EncodeToString([]byte("demo:"+password))))
+	for i := botFrom; i < demoPeople; i++ {
+		d.bot.AddPatient(person(i))
+	}
+	for i, a := range practitioners {
+		a.ID = fmt.Sprintf("bot-agent-%d", i+1)
+		if id := d.bot.AddAgent(a, freeTime(a.Timezone, now)); i == 0 {
+			d.AgentID = id
+		}
+	}
+	enc, err := ehrconfig.EncryptSecret(key, password)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	systems := []string{fmt.Sprintf(`  - name: %s
+    adapter: wsbot
+    base_url: %s
+    search_types: [patient_record]
+    authentication:
+      type: basic
+      username: demo
+      password: %s
+    timeout: 5000
+`, BotName, d.bot.URL(), enc)}
+
+	if medplum != "" {
+		system, err := d.startFHIR(medplum, dir, key, now)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("FHIR demo: %w", err)
+		}
+		systems = append([]string{system}, systems...)
+		d.Integration = FHIRName
+	}
+
+	yaml := "# Written by carebridge-demo for `make run`: the demo EHR systems on loopback.\nehr_systems:\n" +
+		strings.Join(systems, "") + "integration:\n  ehr: " + d.Integration + "\n"
+	if _, err := ehrconfig.Parse([]byte(yaml), key, os.Getenv); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("the demo's EHR systems file is not valid: %w", err)
+	}
+	d.File = filepath.Join(dir, "ehr.yaml")
+	if err := os.WriteFile(d.File, []byte(yaml), 0o600); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close stops the systems.
+func (d *Demo) Close() {
+	if d.fhir != nil {
+		_ = d.fhir.Close() // an in-memory server: nothing to save
+	}
+	d.bot.Close()
+}
+
+// Summary is one line on what runs.
+func (d *Demo) Summary() string {
+	fhir := "off (no Node.js: the bot answers appointments)"
+	if d.fhir != nil {
+		fhir = "on"
+	}
+	return fmt.Sprintf("%d synthetic people (%d in both systems), %d practitioners in 2 time zones; FHIR demo %s",
+		demoPeople, fhirPeople-botFrom, len(practitioners), fhir)
+}
+
+// startFHIR starts the Medplum server with an API key, seeds people [0,
+// fhirPeople) and the practitioners, and returns its entry of the EHR
+// systems file.
+func (d *Demo) startFHIR(medplum, dir string, key []byte, now time.Time) (string, error) {
+	work := filepath.Join(dir, "fhir")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return "", err
+	}
+	apiKey := randomHex(16)
+	srv, err := fhirtest.Run(medplum, work, fhirtest.WithAPIKey(apiKey))
+	if err != nil {
+		return "", err
+	}
+	d.fhir = srv
+	for i := range fhirPeople {
+		if _, err := srv.Post(fhirPatient(person(i))); err != nil {
+			return "", fmt.Errorf("seed: %w", err)
+		}
+	}
+	for i, a := range practitioners {
+		id, err := srv.PostAgent(a, freeTime(a.Timezone, now))
+		if err != nil {
+			return "", fmt.Errorf("seed: %w", err)
+		}
+		if i == 0 {
+			d.AgentID = id
+		}
+	}
+	enc, err := ehrconfig.EncryptSecret(key, apiKey)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(`  - name: %s
+    adapter: fhir
+    base_url: %s
+    search_endpoint: /Patient
+    search_types: [patient_record]
+    authentication:
+      type: api_key
+      api_key: %s
+    rate_limit: { requests_per_minute: 1200 }
+    timeout: 5000
+    retry_attempts: 1
+`, FHIRName, srv.URL(), enc), nil
+}
+
+// Agent is the first practitioner (AgentID's): its name and time zone.
+func (d *Demo) Agent() (name, timezone string) {
+	return practitioners[0].Name, practitioners[0].Timezone
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
