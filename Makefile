@@ -3,18 +3,23 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: run test build generate check-generated lint bench fuzz clean
+.PHONY: run stop test build generate check-generated lint bench fuzz clean
 
 ## run: start the service on the embedded defaults and print how to call it
 run:
 	@bash scripts/run.sh
+
+## stop: stop what `make run` left running (demo EHR systems, the private PostgreSQL)
+stop:
+	@bash scripts/stop.sh
 
 ## test: start/install what the tests need, then run every test (race detector on)
 test: lint check-generated
 	@bash scripts/ensure-services.sh
 	@VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
 		MEDPLUM_DIR="$$(bash scripts/install-medplum.sh)" && \
-		export VERSITYGW_BIN MEDPLUM_DIR && \
+		browser="$$(bash scripts/install-browser.sh)" && eval "$$browser" && \
+		export VERSITYGW_BIN MEDPLUM_DIR CHROMIUM_BIN PLAYWRIGHT_DIR && \
 		$(GO) test -race -count=1 $(PKGS)
 
 build:
@@ -56,5 +61,6 @@ fuzz:
 		done; \
 	done
 
+## clean: stop, then remove generated data: data/, bin/, the private PostgreSQL cluster
 clean:
-	rm -rf bin
+	@bash scripts/clean.sh

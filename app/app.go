@@ -85,10 +85,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a := &App{log: log, db: db}
 	if err := a.build(ctx, cfg); err != nil {
-		if a.closeAudit != nil {
-			a.closeAudit()
-		}
-		db.Close()
+		a.Close() // what build made before it failed
 		return nil, err
 	}
 	return a, nil
@@ -122,7 +119,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	a.closers = append(a.closers, ehrs.closers...)
+	a.closers = ehrs.closers
 	search := ehr.NewService(ehrs.systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
 	if ehrs.scheduler != nil && len(cfg.IdempotencyKey) == 0 {
 		return errors.New("EHR_CREDENTIALS_KEY: is required with integration.ehr: it keys the Idempotency-Key fingerprints")
@@ -221,9 +218,15 @@ func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
 }
 
 // NewBusiness wires the business core to its PostgreSQL repositories and,
-// for logos, to the storage core (nil: no logos, as for the admin CLI).
+// for logos, to the storage core.
 func NewBusiness(db *postgres.Store, blobs *storage.Service) *business.Service {
 	return business.NewService(db.Businesses(), db.Locations(), db.Providers(), db.Hours(), logos{storage: blobs})
+}
+
+// NewBusinessWithoutLogos is the business core of the admin CLI, which has
+// no object store: a logo is refused with ErrNoLogoStore.
+func NewBusinessWithoutLogos(db *postgres.Store) *business.Service {
+	return business.NewService(db.Businesses(), db.Locations(), db.Providers(), db.Hours(), noLogos{})
 }
 
 // Addr is the address the server listens on.
@@ -252,19 +255,39 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases the database pool and the blob store.
+// Close releases what New built, in the reverse order of building: the
+// listener (already closed when Run served), the audit writer (flushed to the
+// database), the EHR links, Redis, the object store and the database pool.
+// New calls it when a step fails, for the steps before it. A failure to
+// close is logged: nothing is left to retry it.
 func (a *App) Close() {
-	if c, ok := a.objects.(io.Closer); ok {
-		_ = c.Close() // nothing is left to flush
-	}
-	if a.redis != nil {
-		_ = a.redis.Close()
-	}
-	for _, c := range a.closers {
-		_ = c.Close()
+	if a.listener != nil {
+		if err := a.listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			a.log.Warn("close listener", "addr", a.listener.Addr().String(), "err", err)
+		}
 	}
 	if a.closeAudit != nil {
 		a.closeAudit()
 	}
+	closeAll(a.log, a.closers)
+	if a.redis != nil {
+		if err := a.redis.Close(); err != nil {
+			a.log.Warn("close redis", "err", err)
+		}
+	}
+	if c, ok := a.objects.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			a.log.Warn("close object store", "err", err)
+		}
+	}
 	a.db.Close()
+}
+
+// closeAll closes cs in reverse order and logs the failures.
+func closeAll(log *slog.Logger, cs []io.Closer) {
+	for i := len(cs) - 1; i >= 0; i-- {
+		if err := cs[i].Close(); err != nil {
+			log.Warn("close EHR link", "err", err)
+		}
+	}
 }

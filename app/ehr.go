@@ -20,11 +20,18 @@ type ehrs struct {
 	closers   []io.Closer
 }
 
-func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (*ehrs, error) {
+// newEHRs adapts every system of cfg; when one fails, it closes the links
+// it opened for the ones before.
+func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (_ *ehrs, err error) {
 	out := &ehrs{}
 	if cfg == nil {
 		return out, nil
 	}
+	defer func() {
+		if err != nil {
+			closeAll(log, out.closers)
+		}
+	}()
 	for _, s := range cfg.Systems {
 		// The HTTP client carries the system's credentials, retries, rate
 		// limit and breaker; the bot uses it for its handshake headers.

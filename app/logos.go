@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
 )
@@ -28,3 +29,15 @@ func (l logos) Store(ctx context.Context, logo business.Logo) (int64, error) {
 func (l logos) Remove(ctx context.Context, blobID int64) error {
 	return l.storage.Delete(ctx, blobID)
 }
+
+// ErrNoLogoStore is a logo given to a business core built without an object
+// store (the admin CLI's).
+var ErrNoLogoStore = &core.Error{Kind: core.KindUnavailable, Code: "logo_store_unavailable",
+	Message: "Logos cannot be stored here: this command has no object store"}
+
+// noLogos is the logo store of a business core without an object store: it
+// refuses every logo, so nothing is stored half-way.
+type noLogos struct{}
+
+func (noLogos) Store(context.Context, business.Logo) (int64, error) { return 0, ErrNoLogoStore }
+func (noLogos) Remove(context.Context, int64) error                 { return ErrNoLogoStore }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: the service on its embedded defaults. Uses DATABASE_URL when
-# set, otherwise a private PostgreSQL cluster in .pgdata; the filesystem blob
+# set, otherwise the clone's private PostgreSQL (scripts/dev-postgres.sh); the filesystem blob
 # store in ./data/blobs; dev-mode auth on 127.0.0.1:8080. Prints a dev token
 # and calls that work, then serves until interrupted.
 set -euo pipefail
@@ -21,14 +21,22 @@ if [ -z "${CLOUD_STORAGE_ENCRYPTION_KEY:-}" ]; then
 	export CLOUD_STORAGE_ENCRYPTION_KEY
 fi
 
-go build -o bin/carebridge ./cmd/carebridge
+# The demo EHR systems (unless DEMO_EHR=off or EHR_CONFIG is set): the FHIR
+# server installs from npm (first run) while Go builds.
+. scripts/demo-ehr.sh
+demo_check
+demo_install
+trap stop_demo EXIT
+go build -o bin/ ./cmd/carebridge ./cmd/carebridge-demo
+demo_start
+
 bin/carebridge migrate
 sub=${DEV_SUBJECT:-dev-user}
 token=$(bin/carebridge dev-token --sub "$sub" --ttl 24h)
 
 bin/carebridge serve &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
+trap 'kill -TERM $pid 2>/dev/null; wait $pid; stop_demo' INT TERM
 base="http://$HTTP_ADDR"
 for _ in $(seq 1 50); do
 	curl -fsS "$base/healthz" >/dev/null 2>&1 && break
@@ -77,13 +85,45 @@ Demo business $BUSINESS_ID (location $LOCATION_ID, two providers, hours), owned 
   curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" $base/business/locations/$BUSINESS_ID
   curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" $base/business/location/$LOCATION_ID/providers
   curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" $base/business/location/$LOCATION_ID/operating-hours
-  curl -sS -X PATCH -H "Authorization: Bearer \$TOKEN" -H "user-type: business" -H 'Content-Type: application/json' \
+  curl -sS -X PATCH -H "Authorization: Bearer \$TOKEN" -H "user-type: business" -H 'Content-Type: application/json' \\
     -d '{"city":"Austin","state":"TX"}' $base/business/$BUSINESS_ID
-  curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" -H 'Content-Type: application/json' \
-    -d '{"businessLocationId":'$LOCATION_ID',"operatingHours":[{"day":"Tuesday","start_time":"09:00","end_time":"17:00"}]}' \
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" -H 'Content-Type: application/json' \\
+    -d '{"businessLocationId":'$LOCATION_ID',"operatingHours":[{"day":"Tuesday","start_time":"09:00","end_time":"17:00"}]}' \\
     $base/business/operating-hours/add
 
 Health: $base/healthz  Readiness: $base/readyz  Metrics: $base/metrics
-Stop with Ctrl-C.
 TXT
+if [ -n "${DEMO_AGENT_ID:-}" ]; then
+	# A bookable time: 10:30 in the practitioner's zone, two days ahead
+	# (not a Sunday, when the demo calendars are closed).
+	day=$(TZ=$DEMO_AGENT_TZ date -d '+2 day' +%F)
+	[ "$(date -d "$day" +%u)" = 7 ] && day=$(date -d "$day +1 day" +%F)
+	start=$(TZ=$DEMO_AGENT_TZ date -d "$day 10:30" +%FT%T%:z)
+	cat <<TXT
+
+$demo_note
+Search both demo EHRs (the same person from both, merged by MRN):
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_FAMILY given:$DEMO_GIVEN"}' $base/api/v1/search
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+    -d '{"query":"given:Ava","pagination":{"page":1,"limit":5}}' $base/api/v1/search
+
+Practitioners ($DEMO_INTEGRATION answers the appointment endpoints), and $DEMO_AGENT_NAME's free slots on $day:
+  curl -sS -H "Authorization: Bearer \$TOKEN" $base/agents
+  curl -sS -H "Authorization: Bearer \$TOKEN" "$base/agents/$DEMO_AGENT_ID/availability?from=$day&to=$day&duration=30"
+
+Book $start (a repeat with the same Idempotency-Key answers the same appointment), then list:
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-$(date +%s)' \\
+    -d '{"agentId":"$DEMO_AGENT_ID","start":"$start","durationMinutes":30,"reason":"Check-up",
+         "patient":{"firstName":"Ava","lastName":"Alvarez","dateOfBirth":"1980-02-01","email":"ava.alvarez@example.org"}}' \\
+    $base/appointment/customer
+  curl -sS -H "Authorization: Bearer \$TOKEN" "$base/appointment?agentId=$DEMO_AGENT_ID"
+
+A patient's token (books, lists and changes only its own appointments):
+  export PATIENT_TOKEN=\$(bin/carebridge dev-token --sub patient-ava --scope "patient/Appointment.cus")
+TXT
+elif [ -n "${demo_note:-}" ]; then
+	printf '\n%s\n' "$demo_note"
+fi
+printf '\nStop with Ctrl-C (the service and the demo EHR systems); make stop also stops the private PostgreSQL.\n'
 wait $pid

@@ -220,6 +220,7 @@ func TestBlob_BadInputIsRefusedAndLeavesNothing(t *testing.T) {
 		{"bad container", s, fileFields("a.png", "image/png", png, field{"containerName", "../etc"}), 400, "invalid_container"},
 		{"encrypted without a key", noKey, fileFields("a.png", "image/png", png, field{"isEncrypted", "true"}), 400, "encryption_key_missing"},
 		{"part after the file", s, append(fileFields("a.png", "image/png", png), field{"practiceId", "late"}), 400, "part_after_file"},
+		{"file before its metadata", s, []field{{"file", string(png)}, {"originalFilename", "a.png"}, {"contentType", "image/png"}, {"fileSize", fmt.Sprint(len(png))}}, 400, "part_after_file"},
 		{"unknown field", s, fileFields("a.png", "image/png", png, field{"owner", "me"}), 400, "unknown_field"},
 		{"location id not a number", s, fileFields("a.png", "image/png", png, field{"businessLocationId", "main"}), 400, "invalid_business_location_id"},
 		{"location of nobody", s, fileFields("a.png", "image/png", png, field{"businessLocationId", "424242"}), 404, "location_not_found"},

@@ -25,7 +25,7 @@ func (w *world) admin() *business.Service {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(db.Close)
-	return app.NewBusiness(db, nil)
+	return app.NewBusinessWithoutLogos(db)
 }
 
 func (w *world) createBusiness(owner string) string {

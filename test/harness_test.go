@@ -174,6 +174,7 @@ func (s *server) do(method, path, token string, body io.Reader, header ...string
 	if err != nil {
 		s.t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
+	s.checkDocumented(req, resp, b)
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 

@@ -167,6 +167,8 @@ func TestSearch_RefusesBadRequests(t *testing.T) {
 		`{"query":"Ana","filters":{"dateRange":"2024-13-01/x"}}`: "invalid_search",
 		`{"query":"Ana","pagination":{"page":0,"limit":101}}`:    "invalid_search",
 		`{"query":"Ana","pagination":{"page":-1}}`:               "invalid_search",
+		`{"query":"Ana","pagination":{"page":0}}`:                "invalid_search",
+		`{"query":"Ana","pagination":{"limit":0}}`:               "invalid_search",
 		`{"query":"Ana","filters":{"recordType":"encounter"}}`:   "record_type_not_supported",
 		`{"query":"Ana","extra":true}`:                           "invalid_json",
 		`{"query":"birthdate:yesterday"}`:                        "invalid_search",

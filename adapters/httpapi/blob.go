@@ -75,7 +75,7 @@ var (
 	errBodyTooLarge   = &core.Error{Kind: core.KindTooLarge, Code: "file_too_large", Message: "Request body is larger than the maximum upload size"}
 	errInvalidBoolean = &core.Error{Kind: core.KindInvalid, Code: "invalid_field", Message: "isEncrypted must be true or false"}
 	errInvalidSize    = &core.Error{Kind: core.KindInvalid, Code: "invalid_file_size", Message: "fileSize must be a non-negative whole number of bytes"}
-	errMissingSize    = &core.Error{Kind: core.KindInvalid, Code: "missing_field", Message: "fileSize is required"}
+	errMissingField   = &core.Error{Kind: core.KindInvalid, Code: "missing_field", Message: "A metadata part is missing"}
 )
 
 // copyBufferSize is the buffer of uploads and downloads: large transfers in
@@ -146,6 +146,9 @@ func readUploadForm(form *multipart.Reader) (storage.UploadInput, error) {
 		}
 		seen[name] = true
 		if name == "file" {
+			if missing := missingMetadata(in, size); len(missing) > 0 {
+				return in, metadataAfterFile(form, part, missing)
+			}
 			in.Body = &filePart{part: part, form: form}
 			break
 		}
@@ -177,15 +180,52 @@ func readUploadForm(form *multipart.Reader) (storage.UploadInput, error) {
 	if in.Body == nil {
 		return in, storage.ErrFileMissing
 	}
-	if size == "" {
-		return in, errMissingSize
-	}
 	n, err := strconv.ParseInt(size, 10, 64)
 	if err != nil || n < 0 {
 		return in, errInvalidSize
 	}
 	in.FileSize = n
 	return in, nil
+}
+
+// missingMetadata names the required parts not yet read.
+func missingMetadata(in storage.UploadInput, size string) []string {
+	var missing []string
+	for _, f := range []struct{ name, value string }{
+		{"originalFilename", in.OriginalFilename}, {"contentType", in.ContentType}, {"fileSize", size},
+	} {
+		if f.value == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	return missing
+}
+
+// metadataAfterFile answers a file part that came before some required
+// metadata. It reads past the file to tell the two mistakes apart: the
+// metadata sent after the file (part_after_file, the form's ordering rule)
+// or not sent at all (missing_field); both messages say the order.
+func metadataAfterFile(form *multipart.Reader, file *multipart.Part, missing []string) error {
+	if _, err := io.Copy(io.Discard, file); err != nil {
+		return err
+	}
+	next, err := form.NextPart()
+	switch {
+	case errors.Is(err, io.EOF):
+		names, verb := missing[0], "is"
+		if n := len(missing); n > 1 {
+			names, verb = strings.Join(missing[:n-1], ", ")+" and "+missing[n-1], "are"
+		}
+		return errMissingField.WithMessage("%s %s required; send the metadata parts before the file part", names, verb)
+	case err != nil:
+		return err
+	}
+	return partAfterFile(next.FormName())
+}
+
+func partAfterFile(name string) error {
+	return errPartAfterFile.WithMessage("Form field %q comes after the file part; send the metadata parts "+
+		"(originalFilename, contentType, fileSize, and any optional ones) first and the file part last", name)
 }
 
 func readField(part *multipart.Part) (string, error) {
@@ -246,7 +286,7 @@ func (f *filePart) Read(p []byte) (int, error) {
 	case err != nil:
 		return 0, bodyErr(err)
 	}
-	return 0, errPartAfterFile.WithMessage("Form field %q comes after the file part; metadata parts must come first", next.FormName())
+	return 0, partAfterFile(next.FormName())
 }
 
 // stall pushes a connection deadline forward while a transfer moves, so a

@@ -18,8 +18,8 @@ type searchRequest struct {
 		RecordType string `json:"recordType"`
 	} `json:"filters"`
 	Pagination struct {
-		Page  int `json:"page"`
-		Limit int `json:"limit"`
+		Page  *int `json:"page"`  // nil: absent (the core's default)
+		Limit *int `json:"limit"` // nil: absent (the core's default)
 	} `json:"pagination"`
 }
 

@@ -62,6 +62,7 @@ type Server struct {
 	metrics      *metrics
 	ids          *requestIDs
 	handler      http.Handler
+	router       *mux.Router // every route; the API document's test walks it
 }
 
 // New returns the API with every route.
@@ -99,6 +100,8 @@ func New(cfg Config) *Server {
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
 	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	s.apiDocRoutes(r)
+	s.docsRoutes(r)
 
 	r.Handle("/api/v1/search", s.audited(audit.PatientSearch, "patient", s.authenticate(http.HandlerFunc(s.search)))).Methods(http.MethodPost)
 	s.integrationRoutes(r)

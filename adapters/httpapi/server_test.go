@@ -163,6 +163,8 @@ func TestUpload_RefusesBadForms(t *testing.T) {
 		{"field twice", with(part{"fileSize", "4"}, part{"file", "\x89PNG"}), "", 400, "duplicate_field"},
 		{"file size not a number", []part{{"originalFilename", "a.png"}, {"contentType", "image/png"}, {"fileSize", "four"}, {"file", "\x89PNG"}}, "", 400, "invalid_file_size"},
 		{"file size missing", []part{{"originalFilename", "a.png"}, {"contentType", "image/png"}, {"file", "\x89PNG"}}, "", 400, "missing_field"},
+		{"file before its metadata", []part{{"file", "\x89PNG"}, {"originalFilename", "a.png"}, {"contentType", "image/png"}, {"fileSize", "4"}}, "", 400, "part_after_file"},
+		{"file alone", []part{{"file", "\x89PNG"}}, "", 400, "missing_field"},
 		{"isEncrypted not a boolean", with(part{"isEncrypted", "yes"}, part{"file", "\x89PNG"}), "", 400, "invalid_field"},
 		{"field too long", with(part{"practiceId", strings.Repeat("x", 5000)}, part{"file", "\x89PNG"}), "", 400, "invalid_field"},
 		{"body over the limit", with(part{"file", strings.Repeat("x", 2<<20+10)}), "", 413, "file_too_large"},
@@ -183,6 +185,45 @@ func TestUpload_RefusesBadForms(t *testing.T) {
 			w := do(t, newTestServer(t, st), "POST", "/cloud-blob/upload", body, "Content-Type", ct)
 			if e := errEnvelope(t, w); w.Code != tt.status || e.Code != tt.code {
 				t.Fatalf("got %d %s (%s), want %d %s", w.Code, e.Code, e.Message, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+// A newcomer who sends the file first is told the rule, not that a field
+// they did send is missing.
+func TestUpload_FileBeforeMetadataNamesTheOrder(t *testing.T) {
+	tests := []struct {
+		name  string
+		parts []part
+		code  string
+		say   []string
+	}{
+		{"metadata after the file", []part{{"file", "\x89PNG"}, {"originalFilename", "a.png"}, {"contentType", "image/png"}, {"fileSize", "4"}},
+			"part_after_file", []string{`"originalFilename" comes after the file part`, "(originalFilename, contentType, fileSize"}},
+		{"fileSize after the file", []part{{"originalFilename", "a.png"}, {"contentType", "image/png"}, {"file", "\x89PNG"}, {"fileSize", "4"}},
+			"part_after_file", []string{`"fileSize" comes after the file part`, "file part last"}},
+		{"fileSize never sent", []part{{"originalFilename", "a.png"}, {"contentType", "image/png"}, {"file", "\x89PNG"}},
+			"missing_field", []string{"fileSize is required", "metadata parts before the file part"}},
+		{"nothing but the file", []part{{"file", "\x89PNG"}},
+			"missing_field", []string{"originalFilename, contentType and fileSize are required", "metadata parts before the file part"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &StorageMock{} // never reached
+			body, ct := form(t, tt.parts...)
+			w := do(t, newTestServer(t, st), "POST", "/cloud-blob/upload", body, "Content-Type", ct)
+			e := errEnvelope(t, w)
+			if w.Code != 400 || e.Code != tt.code {
+				t.Fatalf("got %d %s (%s), want 400 %s", w.Code, e.Code, e.Message, tt.code)
+			}
+			for _, s := range tt.say {
+				if !strings.Contains(e.Message, s) {
+					t.Errorf("message %q does not say %q", e.Message, s)
+				}
+			}
+			if len(st.UploadCalls()) != 0 {
+				t.Error("the core was called")
 			}
 		})
 	}

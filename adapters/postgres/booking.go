@@ -37,6 +37,8 @@ func (s *Store) WithLock(ctx context.Context, key string, fn func(ctx context.Co
 		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key); err != nil {
 			// A session whose unlock failed must not go back to the pool
 			// holding the lock: closing it releases the lock.
+			// Close drops the socket even when it reports an error, and
+			// the server then ends the session and its lock.
 			_ = conn.Conn().Close(ctx)
 		}
 	}()

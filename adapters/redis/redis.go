@@ -89,7 +89,7 @@ func New(ctx context.Context, url string, key []byte) (*Cache, error) {
 	client := goredis.NewClient(opts)
 	c := &Cache{client: client, aead: aead}
 	if err := c.Ping(ctx); err != nil {
-		_ = client.Close()
+		_ = client.Close() // it never connected; the ping's error is the one to report
 		return nil, err
 	}
 	return c, nil

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -52,7 +53,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	envFile, pidFile := filepath.Join(abs, "demo.env"), filepath.Join(abs, "demo.pid")
-	_ = os.Remove(envFile)
+	// A stale demo.env would tell the waiting scripts the demo is up.
+	if err := os.Remove(envFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	if err := os.WriteFile(pidFile, []byte(fmt.Sprintln(os.Getpid())), 0o600); err != nil {
 		return err
 	}

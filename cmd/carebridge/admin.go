@@ -68,7 +68,7 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 		return err
 	}
 	defer db.Close()
-	out, err := run(app.NewBusiness(db, nil))
+	out, err := run(app.NewBusinessWithoutLogos(db))
 	if err != nil {
 		return err
 	}

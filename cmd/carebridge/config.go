@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +23,6 @@ const (
 	defaultHTTPAddr   = ":8080"
 	defaultStorageURL = "file://./data/blobs"
 	defaultMaxUpload  = 100 << 20
-	defaultDevKeyFile = "./data/dev-signing-key.pem"
 	defaultAudience   = "carebridge"
 )
 
@@ -93,7 +93,12 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 		if cfg.OIDCAudience == "" {
 			cfg.OIDCAudience = defaultAudience
 		}
-		key, err := auth.LoadOrCreateDevKey(getenv.or("DEV_KEY_FILE", defaultDevKeyFile))
+		path, err := devKeyFile(getenv)
+		if err != nil {
+			bad("DEV_KEY_FILE", "%v", err)
+			break
+		}
+		key, err := auth.LoadOrCreateDevKey(path)
 		if err != nil {
 			bad("DEV_KEY_FILE", "%v", err)
 		}
@@ -195,6 +200,26 @@ func deriveKey(secret []byte, purpose string) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(purpose))
 	return m.Sum(nil)
+}
+
+// devKeyFile is where the dev-mode signing key lives: DEV_KEY_FILE, else
+// carebridge/dev-signing-key.pem in the user's configuration directory
+// ($XDG_CONFIG_HOME, else $HOME/.config). It never depends on the working
+// directory, so `serve` and `dev-token` started from different folders
+// agree on the key (DEV_KEY_FILE is taken as given).
+func devKeyFile(getenv env) (string, error) {
+	if p := getenv.or("DEV_KEY_FILE", ""); p != "" {
+		return p, nil
+	}
+	dir := getenv.or("XDG_CONFIG_HOME", "")
+	if !filepath.IsAbs(dir) { // the XDG spec ignores a relative value
+		home := getenv.or("HOME", "")
+		if !filepath.IsAbs(home) {
+			return "", errors.New("is unset and there is no $XDG_CONFIG_HOME or $HOME to keep the dev key in; set DEV_KEY_FILE to an absolute path")
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "carebridge", "dev-signing-key.pem"), nil
 }
 
 // oneLine folds the joined configuration errors into one line.

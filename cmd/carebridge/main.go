@@ -106,7 +106,11 @@ func devToken(args []string, getenv env, stdout io.Writer) error {
 	if *sub == "" || *ttl <= 0 {
 		return errors.New("dev-token: --sub is required and --ttl must be positive")
 	}
-	key, err := auth.LoadOrCreateDevKey(getenv.or("DEV_KEY_FILE", defaultDevKeyFile))
+	path, err := devKeyFile(getenv)
+	if err != nil {
+		return fmt.Errorf("DEV_KEY_FILE: %w", err)
+	}
+	key, err := auth.LoadOrCreateDevKey(path)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 package business
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/carebridge/carebridge/core"
+)
 
 func trim(v *string) *string {
 	if v == nil {
@@ -39,7 +43,7 @@ func (e BusinessEdit) validate() error {
 	var p problems
 	p.check("name", e.Name, true, anything, "")
 	p.text("name", e.Name, 200)
-	p.check("email", e.Email, true, ValidEmail, "must be a valid e-mail address")
+	p.check("email", e.Email, true, core.ValidEmail, "must be a valid e-mail address")
 	p.check("npiLicense", e.NPILicense, false, ValidNPI, "must be a 10-digit NPI with a valid check digit")
 	p.check("taxId", e.TaxID, false, ValidEIN, "must be an EIN NN-NNNNNNN")
 	p.check("website", e.Website, false, ValidURL, "must be an http(s) URL")
@@ -93,13 +97,13 @@ func (in LocationInput) validate(create bool) error {
 	p.check("generalInfo.npi", in.NPI, false, ValidNPI, "must be a 10-digit NPI with a valid check digit")
 	p.check("generalInfo.taxId", in.TaxID, false, ValidEIN, "must be an EIN NN-NNNNNNN")
 	p.text("generalInfo.stateLicense", in.StateLicense, 50)
-	p.check("generalInfo.phone", in.Phone, false, ValidPhone, "must be a phone number")
-	p.check("generalInfo.fax", in.Fax, false, ValidPhone, "must be a phone number")
-	p.check("generalInfo.email", in.Email, false, ValidEmail, "must be a valid e-mail address")
+	p.check("generalInfo.phone", in.Phone, false, core.ValidPhone, "must be a phone number")
+	p.check("generalInfo.fax", in.Fax, false, core.ValidPhone, "must be a phone number")
+	p.check("generalInfo.email", in.Email, false, core.ValidEmail, "must be a valid e-mail address")
 	p.check("generalInfo.website", in.Website, false, ValidURL, "must be an http(s) URL")
 	p.text("generalInfo.adminName", in.AdminName, 200)
-	p.check("generalInfo.adminPhone", in.AdminPhone, false, ValidPhone, "must be a phone number")
-	p.check("generalInfo.adminEmail", in.AdminEmail, false, ValidEmail, "must be a valid e-mail address")
+	p.check("generalInfo.adminPhone", in.AdminPhone, false, core.ValidPhone, "must be a phone number")
+	p.check("generalInfo.adminEmail", in.AdminEmail, false, core.ValidEmail, "must be a valid e-mail address")
 	p.text("address.address", in.Address, 200)
 	p.text("address.city", in.City, 100)
 	p.check("address.state", in.State, false, ValidState, "must be a two-letter US state code")

@@ -187,7 +187,7 @@ func (s *Service) removeLogo(ctx context.Context, id int64) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_ = s.logos.Remove(ctx, id)
+	_ = s.logos.Remove(ctx, id) // see above; cores do not log
 }
 
 // Providers returns the providers affiliated with location id.
@@ -322,7 +322,7 @@ func (s *Service) CreateProvider(ctx context.Context, pr Provider, locationID in
 	p.check("last", &pr.LastName, true, func(string) bool { return true }, "")
 	p.text("first", &pr.FirstName, 100)
 	p.text("last", &pr.LastName, 100)
-	p.check("email", &pr.Email, true, ValidEmail, "must be a valid e-mail address")
+	p.check("email", &pr.Email, true, core.ValidEmail, "must be a valid e-mail address")
 	p.check("telehealth", &pr.TelehealthLink, false, ValidURL, "must be an http(s) URL")
 	if err := p.err(); err != nil {
 		return Provider{}, err

@@ -1,7 +1,6 @@
 package business
 
 import (
-	"net/mail"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -50,20 +49,9 @@ func (p *problems) text(field string, v *string, max int) {
 }
 
 var (
-	einPattern   = regexp.MustCompile(`^\d{2}-\d{7}$`)
-	zipPattern   = regexp.MustCompile(`^\d{5}(-\d{4})?$`)
-	phonePattern = regexp.MustCompile(`^\+?[0-9 ().-]{7,25}$`)
+	einPattern = regexp.MustCompile(`^\d{2}-\d{7}$`)
+	zipPattern = regexp.MustCompile(`^\d{5}(-\d{4})?$`)
 )
-
-// ValidEmail accepts a bare address (no display name) with a dotted domain.
-func ValidEmail(s string) bool {
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s || len(s) > 254 {
-		return false
-	}
-	_, domain, _ := strings.Cut(s, "@")
-	return strings.Contains(domain, ".") && !strings.HasSuffix(domain, ".") && !strings.Contains(domain, "..")
-}
 
 // ValidNPI accepts a 10-digit National Provider Identifier whose last digit
 // is the Luhn check digit of "80840" followed by the first nine.
@@ -96,20 +84,6 @@ func ValidEIN(s string) bool { return einPattern.MatchString(s) }
 
 // ValidZIP accepts a US ZIP code NNNNN or NNNNN-NNNN.
 func ValidZIP(s string) bool { return zipPattern.MatchString(s) }
-
-// ValidPhone accepts digits with the usual separators and an optional +.
-func ValidPhone(s string) bool {
-	if !phonePattern.MatchString(s) {
-		return false
-	}
-	n := 0
-	for _, c := range s {
-		if c >= '0' && c <= '9' {
-			n++
-		}
-	}
-	return n >= 7 && n <= 15
-}
 
 // ValidURL accepts an absolute http(s) URL with a host.
 func ValidURL(s string) bool {

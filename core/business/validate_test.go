@@ -21,27 +21,6 @@ func runValidator(t *testing.T, name string, valid func(string) bool, cases []va
 	}
 }
 
-func TestValidEmail_AcceptsBareAddressWithDottedDomain(t *testing.T) {
-	runValidator(t, "ValidEmail", ValidEmail, []validatorCase{
-		{"jane@example.com", true},
-		{"jane.smith+clinic@mail.example.co.uk", true},
-		{"j_s-1@sub.example.org", true},
-		{"", false},
-		{"jane", false},
-		{"jane@", false},
-		{"@example.com", false},
-		{"jane@localhost", false},    // no dot in the domain
-		{"jane@example.", false},     // trailing dot
-		{"jane@example..com", false}, // empty label
-		{"Jane Smith <jane@example.com>", false},
-		{"<jane@example.com>", false},
-		{" jane@example.com", false},
-		{"jane@exa mple.com", false},
-		{"jane@@example.com", false},
-		{"a@b.c" + strings.Repeat("o", 250), false}, // longer than 254
-	})
-}
-
 func TestValidNPI_RequiresTenDigitsAndLuhnCheckWithPrefix80840(t *testing.T) {
 	runValidator(t, "ValidNPI", ValidNPI, []validatorCase{
 		// Check digits computed with the CMS method (Luhn over the nine
@@ -96,25 +75,6 @@ func TestValidZIP_AcceptsFiveOrNineDigitForms(t *testing.T) {
 		{"60601 1234", false},
 		{"ABCDE", false},
 		{"K1A 0B1", false},
-		{"", false},
-	})
-}
-
-func TestValidPhone_AcceptsUsualSeparatorsAndSevenToFifteenDigits(t *testing.T) {
-	runValidator(t, "ValidPhone", ValidPhone, []validatorCase{
-		{"(312) 555-0100", true},
-		{"312-555-0100", true},
-		{"312.555.0100", true},
-		{"+1 312 555 0100", true},
-		{"5550100", true},
-		{"+441632960961", true},
-		{"555010", false},             // 6 digits
-		{"1234567890123456", false},   // 16 digits
-		{"312-555-CALL", false},       // letters
-		{"312 555 0100 ext 5", false}, // letters
-		{"1+312 555 0100", false},     // + not leading
-		{"++1 312 555 0100", false},
-		{"(((((((", false},
 		{"", false},
 	})
 }

@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/mail"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -100,8 +98,6 @@ func (f fieldErrors) err() error {
 	return ErrInvalidAppointment.WithMessage("Validation failed: %s", strings.Join(f, "; "))
 }
 
-var phonePattern = regexp.MustCompile(`^\+?[0-9 ().-]{7,25}$`)
-
 // parsePeriod reads start and end (or a duration) and checks the contract's
 // time rules: start in the future, end after start, 5 minutes to 8 hours.
 func (s *Integration) parsePeriod(startS, endS string, minutes int, f *fieldErrors) (time.Time, time.Time) {
@@ -159,8 +155,8 @@ func (s *Integration) checkPatient(p PatientContact, f *fieldErrors) PatientCont
 	} else if !dob.Before(s.now()) {
 		f.add("patient.dateOfBirth", "must be in the past")
 	}
-	emailOK := p.Email != "" && validEmail(p.Email)
-	phoneOK := p.Phone != "" && phonePattern.MatchString(p.Phone)
+	emailOK := p.Email != "" && core.ValidEmail(p.Email)
+	phoneOK := p.Phone != "" && core.ValidPhone(p.Phone)
 	switch {
 	case p.Email == "" && p.Phone == "":
 		f.add("patient", "needs a valid email or phone")
@@ -170,11 +166,6 @@ func (s *Integration) checkPatient(p PatientContact, f *fieldErrors) PatientCont
 		f.add("patient.phone", "must be a phone number")
 	}
 	return p
-}
-
-func validEmail(s string) bool {
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Address == s && strings.Contains(s[strings.IndexByte(s, '@'):], ".")
 }
 
 // Book creates an appointment after checking the request, the agent and
@@ -221,6 +212,8 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 	var ce *core.Error
 	if err != nil && !(errors.As(err, &ce) && isFinal(ce.Kind)) {
 		// Upstream or internal failures may be retried with the same key.
+		// The caller gets err either way; a key that stays claimed expires
+		// with the Idempotency-Key retention (cores do not log).
 		_ = s.idem.Release(context.WithoutCancel(ctx), actor.Subject, r.IdempotencyKey)
 		return Booked{}, err
 	}

@@ -230,6 +230,8 @@ func TestBook_ChecksTheRequest(t *testing.T) {
 		{"bad e-mail", "patient.email", func(r *BookingRequest) { r.Patient.Email = "ana@" }},
 		{"no contact", "valid email or phone", func(r *BookingRequest) { r.Patient.Email = "" }},
 		{"bad phone", "patient.phone", func(r *BookingRequest) { r.Patient.Email, r.Patient.Phone = "", "call me" }},
+		{"phone of 16 digits", "patient.phone", func(r *BookingRequest) { r.Patient.Email, r.Patient.Phone = "", "1234567890123456" }},
+		{"e-mail with an empty domain label", "patient.email", func(r *BookingRequest) { r.Patient.Email = "ana@example..com" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,8 +50,14 @@ func (a Appointment) LogValue() slog.Value {
 // LogValue is the search's shape: not its terms, which are names, birth
 // dates and identifiers.
 func (r SearchRequest) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("searchType", r.SearchType), slog.String("location", r.Location),
-		slog.Int("page", r.Page), slog.Int("limit", r.Limit))
+	attrs := []slog.Attr{slog.String("searchType", r.SearchType), slog.String("location", r.Location)}
+	if r.Page != nil {
+		attrs = append(attrs, slog.Int("page", *r.Page))
+	}
+	if r.Limit != nil {
+		attrs = append(attrs, slog.Int("limit", *r.Limit))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // LogValue is the query's size limit only: its terms are patient data.

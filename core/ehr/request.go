@@ -25,8 +25,8 @@ type SearchRequest struct {
 	DateRange  string // YYYY-MM-DD/YYYY-MM-DD
 	Location   string
 	RecordType string // "", all or patient
-	Page       int    // 0 means 1
-	Limit      int    // 0 means DefaultLimit
+	Page       *int   // nil (absent) means 1; a present value below 1 is invalid
+	Limit      *int   // nil (absent) means DefaultLimit; present: 1 to MaxLimit
 }
 
 // ErrInvalidSearch is a request that fails validation; the message names
@@ -51,7 +51,7 @@ type validated struct {
 }
 
 func validate(r SearchRequest) (validated, error) {
-	v := validated{searchType: r.SearchType, location: strings.TrimSpace(r.Location), page: r.Page, limit: r.Limit}
+	v := validated{searchType: r.SearchType, location: strings.TrimSpace(r.Location), page: 1, limit: DefaultLimit}
 	if v.searchType == "" {
 		v.searchType = SearchTypePatientRecord
 	}
@@ -63,17 +63,17 @@ func validate(r SearchRequest) (validated, error) {
 	default:
 		return v, ErrRecordTypeNotSupported.WithMessage("filters.recordType %q is not supported yet; use all or patient", r.RecordType)
 	}
-	switch {
-	case v.page == 0:
-		v.page = 1
-	case v.page < 0:
-		return v, invalid("pagination.page must be 1 or more")
+	if r.Page != nil {
+		if *r.Page < 1 {
+			return v, invalid("pagination.page must be 1 or more")
+		}
+		v.page = *r.Page
 	}
-	switch {
-	case v.limit == 0:
-		v.limit = DefaultLimit
-	case v.limit < 0 || v.limit > MaxLimit:
-		return v, invalid("pagination.limit must be between 1 and %d", MaxLimit)
+	if r.Limit != nil {
+		if *r.Limit < 1 || *r.Limit > MaxLimit {
+			return v, invalid("pagination.limit must be between 1 and %d", MaxLimit)
+		}
+		v.limit = *r.Limit
 	}
 	if len(v.location) > 200 {
 		return v, invalid("filters.location is too long")

@@ -67,9 +67,11 @@ func TestValidate(t *testing.T) {
 		{SearchRequest{Query: "a", DateRange: "2024-01-01"}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", DateRange: "2024-02-01/2024-01-01"}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", DateRange: "yesterday/today"}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Page: -1}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Limit: 101}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Limit: -5}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Page: new(-1)}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Page: new(0)}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Limit: new(0)}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Limit: new(101)}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Limit: new(-5)}, ErrInvalidSearch},
 	}
 	for _, c := range bad {
 		if _, err := validate(c.r); !errors.Is(err, c.want) {
@@ -98,4 +100,34 @@ func FuzzParseQuery(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestValidate_PaginationAbsentIsDefaultPresentBelowOneIsInvalid(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		page, limit *int
+		wantPage    int
+		wantLimit   int
+		wantErr     string
+	}{
+		{"absent", nil, nil, 1, DefaultLimit, ""},
+		{"present", new(3), new(MaxLimit), 3, MaxLimit, ""},
+		{"page 0", new(0), nil, 0, 0, "pagination.page"},
+		{"page -1", new(-1), nil, 0, 0, "pagination.page"},
+		{"limit 0", nil, new(0), 0, 0, "pagination.limit"},
+		{"limit above max", nil, new(MaxLimit + 1), 0, 0, "pagination.limit"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := validate(SearchRequest{Query: "Ana", Page: c.page, Limit: c.limit})
+			if c.wantErr != "" {
+				if !errors.Is(err, ErrInvalidSearch) || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("got %v, want invalid_search naming %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || v.page != c.wantPage || v.limit != c.wantLimit {
+				t.Fatalf("page %d limit %d err %v; want page %d limit %d", v.page, v.limit, err, c.wantPage, c.wantLimit)
+			}
+		})
+	}
 }

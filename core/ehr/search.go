@@ -3,7 +3,6 @@ package ehr
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -132,7 +131,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{RequestID: newRequestID(), Page: v.page, Limit: v.limit, Sources: []string{}}
+	res := &SearchResult{RequestID: core.NewUUID(), Page: v.page, Limit: v.limit, Sources: []string{}}
 
 	key := cacheKey(actor.Subject, v)
 	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
@@ -303,15 +302,6 @@ func dateKey(t time.Time) string {
 func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:16])
-}
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // comparePeople orders people by family name, given name, birth date and id.

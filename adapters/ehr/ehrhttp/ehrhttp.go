@@ -420,7 +420,7 @@ func (c *Client) do(ctx context.Context, req *http.Request, st *callStats) (*htt
 		}
 		delay := c.backoff(try)
 		if resp != nil {
-			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			if ra, ok := RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 				delay = min(ra, MaxRetryAfter)
 			}
 		}
@@ -675,6 +675,7 @@ func oneOf(s string, set ...string) bool {
 // discard drains a little of an unused answer (so its connection can be
 // reused) and closes it.
 func discard(resp *http.Response) {
+	// A failure only costs the connection's reuse; there is nothing to tell.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	_ = resp.Body.Close()
 }

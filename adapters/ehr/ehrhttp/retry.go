@@ -21,9 +21,11 @@ func fullJitter(base, ceiling time.Duration) func(n int) time.Duration {
 	}
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date. ok
-// is false when it is absent or unreadable; a date in the past is 0.
-func retryAfter(h string, now time.Time) (time.Duration, bool) {
+// RetryAfter reads a Retry-After header: delay-seconds or an HTTP date,
+// at most 24 hours (callers cap it further). ok is false when it is absent
+// or unreadable; "0" and a date in the past are 0 with ok true. It is the
+// one parser of the header for every EHR adapter.
+func RetryAfter(h string, now time.Time) (time.Duration, bool) {
 	h = strings.TrimSpace(h)
 	if h == "" {
 		return 0, false
@@ -32,16 +34,16 @@ func retryAfter(h string, now time.Time) (time.Duration, bool) {
 		if s < 0 {
 			return 0, false
 		}
-		if s > int64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter, true
-		}
-		return time.Duration(s) * time.Second, true
+		return time.Duration(min(s, int64(maxRetryAfterHeader/time.Second))) * time.Second, true
 	}
 	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0), true
+		return min(max(t.Sub(now), 0), maxRetryAfterHeader), true
 	}
 	return 0, false
 }
+
+// maxRetryAfterHeader bounds what RetryAfter returns.
+const maxRetryAfterHeader = 24 * time.Hour
 
 // sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {

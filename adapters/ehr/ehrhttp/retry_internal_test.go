@@ -18,14 +18,17 @@ func TestRetryAfter_ParsesSecondsAndDates(t *testing.T) {
 		{"-1", 0, false},
 		{"0", 0, true},
 		{" 7 ", 7 * time.Second, true},
-		{"99999999999", MaxRetryAfter, true},
+		{"12", 12 * time.Second, true},
+		{"99999999999", 24 * time.Hour, true},
 		{now.Add(4 * time.Second).Format(http.TimeFormat), 4 * time.Second, true},
+		{now.Add(30 * time.Second).Format(time.RFC850), 30 * time.Second, true},
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{now.Add(48 * time.Hour).Format(http.TimeFormat), 24 * time.Hour, true},
 	}
 	for _, tt := range tests {
-		got, ok := retryAfter(tt.header, now)
+		got, ok := RetryAfter(tt.header, now)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("retryAfter(%q) = %v, %v; want %v, %v", tt.header, got, ok, tt.want, tt.ok)
+			t.Errorf("RetryAfter(%q) = %v, %v; want %v, %v", tt.header, got, ok, tt.want, tt.ok)
 		}
 	}
 }

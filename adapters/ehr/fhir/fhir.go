@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
@@ -254,28 +255,9 @@ func (c *Client) statusError(resp *http.Response, body []byte) *core.Error {
 	}
 	e := &core.Error{Kind: kind, Code: code, Message: msg}
 	if kind == core.KindRateLimited {
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		e.RetryAfter, _ = ehrhttp.RetryAfter(resp.Header.Get("Retry-After"), time.Now()) // 0: unsaid
 	}
 	return e
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); 0 when
-// absent or unreadable.
-func retryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(h); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(min(s, 86400)) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return min(t.Sub(now), 24*time.Hour)
-	}
-	return 0
 }
 
 func (c *Client) upstream(code, what string, cause error) *core.Error {

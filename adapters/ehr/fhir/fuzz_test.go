@@ -82,21 +82,3 @@ func TestClip(t *testing.T) {
 		t.Errorf("clip of a long text = %d bytes, valid %v", len(long), utf8.ValidString(long))
 	}
 }
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", 0}, {"x", 0}, {"-3", 0}, {"0", 0}, {"12", 12 * time.Second},
-		{"Mon, 01 Jan 2024 00:00:30 GMT", 30 * time.Second},
-		{"Sun, 31 Dec 2023 00:00:30 GMT", 0},
-		{"99999999", 24 * time.Hour},
-	}
-	for _, tt := range tests {
-		if got := retryAfter(tt.in, now); got != tt.want {
-			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}

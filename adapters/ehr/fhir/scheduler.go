@@ -495,7 +495,7 @@ func (s *Scheduler) CreateAppointment(ctx context.Context, a ehr.Appointment) (e
 		a.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
 	}
 	ap := fhirAppointment(a, s.log)
-	token := "urn:uuid:" + newUUID()
+	token := "urn:uuid:" + core.NewUUID()
 	ap.Identifier = []plainIdentifier{{System: IdentifierSystem, Value: token}}
 	body, err := json.Marshal(ap)
 	if err != nil {

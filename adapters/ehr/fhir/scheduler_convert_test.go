@@ -467,10 +467,3 @@ func TestSearchTime(t *testing.T) {
 		t.Errorf("up, whole second = %s", got)
 	}
 }
-
-func TestNewUUID(t *testing.T) {
-	a, b := newUUID(), newUUID()
-	if a == b || len(a) != 36 || a[14] != '4' || !strings.ContainsAny(a[19:20], "89ab") {
-		t.Errorf("uuids %s %s", a, b)
-	}
-}

@@ -124,10 +124,14 @@ func (l *link) end(err error, graceful bool) {
 	close(l.done)
 	l.mu.Unlock()
 	if graceful {
+		// Best effort: a peer that is gone cannot be told goodbye, and the
+		// socket is closed next either way.
 		_ = l.ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 	}
-	_ = l.ws.Close()
+	if err := l.ws.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		l.c.log.Warn("wsbot could not close its socket", "err", err)
+	}
 	l.c.linkDead(l, err)
 }
 

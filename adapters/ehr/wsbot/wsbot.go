@@ -223,7 +223,7 @@ func New(cfg Config) (*Client, error) {
 		TLSClientConfig:  cfg.TLSConfig,
 	}
 	var b [6]byte
-	_, _ = crand.Read(b[:])
+	_, _ = crand.Read(b[:]) // crypto/rand.Read never fails
 	c.idPrefix = hex.EncodeToString(b[:]) + "-"
 
 	failures := cfg.BreakerFailures
@@ -612,7 +612,9 @@ func (c *Client) runDial(ctx context.Context, d *dialing) {
 	defer c.mu.Unlock()
 	c.dial = nil
 	if err == nil && c.closed {
-		_ = ws.Close()
+		if cerr := ws.Close(); cerr != nil {
+			c.log.Warn("wsbot could not close a socket opened as the client closed", "err", cerr)
+		}
 		err = c.closedError()
 	}
 	if err != nil {
