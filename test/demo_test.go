@@ -80,3 +80,33 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 		t.Fatalf("list: %d %s", r.status, r.body)
 	}
 }
+
+// Without Node.js the demo is the bot alone, and it answers the
+// appointment endpoints too.
+func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
+	key := bytes.Repeat([]byte{6}, 32)
+	d, err := demoehr.Start(t.TempDir(), "", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Integration != demoehr.BotName || !strings.Contains(d.Summary(), "FHIR demo off") {
+		t.Fatalf("integration %s, summary %q", d.Integration, d.Summary())
+	}
+	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	s := w.start(func(c *app.Config) { c.EHR = cfg })
+	tok := w.token("newcomer")
+	if r, ans := s.search(tok, fmt.Sprintf(`{"query":"family:%s given:%s"}`, d.BothFamily, d.BothGiven)); r.status != 200 || ans.Data.TotalCount != 1 {
+		t.Fatalf("search: %d %s", r.status, r.body)
+	}
+	if r, agents := s.ehrCall("GET", "/agents", tok, ""); r.status != 200 || agents["totalCount"] != 3.0 {
+		t.Fatalf("agents: %d %s", r.status, r.body)
+	}
+	if r, a := s.ehrCall("GET", "/agents/"+d.AgentID, tok, ""); r.status != 200 || a["timezone"] != "America/Chicago" {
+		t.Fatalf("agent: %d %s", r.status, r.body)
+	}
+}
