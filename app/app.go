@@ -69,6 +69,8 @@ type App struct {
 	server   *http.Server
 	listener net.Listener
 	purged   prometheus.Counter // expired Idempotency-Keys removed
+	swept    prometheus.Counter // orphan objects removed
+	blobs    *storage.Service
 	// closeAudit flushes and stops the audit writer.
 	closeAudit func()
 }
@@ -115,10 +117,12 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ehrs, err := newEHRs(cfg.EHR, a.log)
+	registry := prometheus.NewRegistry()
+	ehrs, err := newEHRs(cfg.EHR, a.log, newEHRMetrics(registry))
 	if err != nil {
 		return err
 	}
+	logEHRSystems(ctx, a.log, cfg.EHR)
 	a.closers = ehrs.closers
 	search := ehr.NewService(ehrs.systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
 	if ehrs.scheduler != nil && len(cfg.IdempotencyKey) == 0 {
@@ -126,7 +130,6 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	}
 	integration := ehr.NewIntegration(ehrs.scheduler, a.db, a.db.Idempotency(), a.db.Bookings(), cfg.IdempotencyKey)
 
-	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
 		Help: "Idempotency-Keys removed after their retention."})
@@ -137,12 +140,16 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	}
 	a.closeAudit = closeAudit
 	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
+	a.blobs = blobs
+	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
+		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
+	registry.MustRegister(a.swept)
 	api := httpapi.New(httpapi.Config{
 		Log:         a.log.With("component", "http"),
 		Auth:        verifier,
 		Storage:     blobs,
 		Business:    NewBusiness(a.db, blobs),
-		Search:      search,
+		Search:      countCacheHits(search, newSearchCacheMetrics(registry)),
 		Integration: integration,
 		Registry:    registry,
 		Audit:       auditor,
@@ -238,6 +245,7 @@ func (a *App) Run(ctx context.Context) error {
 	jobs, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
+	go sweepOrphans(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept)
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()
 	a.log.Info("listening", "addr", a.Addr())

@@ -22,7 +22,7 @@ type ehrs struct {
 
 // newEHRs adapts every system of cfg; when one fails, it closes the links
 // it opened for the ones before.
-func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (_ *ehrs, err error) {
+func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics) (_ *ehrs, err error) {
 	out := &ehrs{}
 	if cfg == nil {
 		return out, nil
@@ -33,6 +33,7 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (_ *ehrs, err error) {
 		}
 	}()
 	for _, s := range cfg.Systems {
+		sm := metrics.system(s.Name, s.Adapter == ehrconfig.AdapterWSBot)
 		// The HTTP client carries the system's credentials, retries, rate
 		// limit and breaker; the bot uses it for its handshake headers.
 		authType := string(s.Auth.Type)
@@ -45,6 +46,7 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (_ *ehrs, err error) {
 			Auth: ehrhttp.AuthConfig{
 				Type: authType, TokenURL: s.Auth.TokenURL, ClientID: s.Auth.ClientID,
 				ClientSecret: s.Auth.ClientSecret.Value(), Scopes: s.Auth.Scopes,
+				PrivateKey: s.Auth.PrivateKey.Value(), KeyID: s.Auth.KeyID, Algorithm: s.Auth.Algorithm,
 				APIKey: s.Auth.APIKey.Value(), APIKeyHeader: s.Auth.APIKeyHeader,
 				Username: s.Auth.Username, Password: s.Auth.Password.Value(),
 			},
@@ -52,6 +54,7 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (_ *ehrs, err error) {
 			Timeout:           s.Timeout,
 			RetryAttempts:     s.RetryAttempts,
 			Logger:            log.With("component", "ehrhttp", "ehr", s.Name),
+			Metrics:           sm,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
@@ -71,6 +74,7 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger) (_ *ehrs, err error) {
 			bot, err := wsbot.New(wsbot.Config{
 				Name: s.Name, URL: s.BaseURL, SearchAction: s.SearchEndpoint, CallTimeout: s.Timeout,
 				Header: client.AuthHeader, Logger: log.With("component", "wsbot", "ehr", s.Name),
+				Metrics: sm,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)

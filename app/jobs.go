@@ -8,12 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/core/storage"
 )
 
-// purgeEvery is how often each instance removes expired Idempotency-Keys.
+// How often each instance removes expired Idempotency-Keys, and sweeps
+// orphan objects.
 const (
 	purgeEvery = time.Hour
 	purgeBatch = 1000
+	sweepEvery = 10 * time.Minute
 )
 
 // purgeIdempotency removes Idempotency-Keys past their retention, a
@@ -35,6 +38,34 @@ func purgeIdempotency(ctx context.Context, idem *postgres.Idempotency, log *slog
 			if n < purgeBatch {
 				break
 			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweepOrphans removes, every sweepEvery until ctx is done, the objects
+// that no blob entry names and that are older than storage.OrphanAge (a
+// crash between an object's write and its entry's insert leaves them).
+// Every instance runs it; the claim lets one at a time sweep, the others
+// skip that round.
+func sweepOrphans(ctx context.Context, db *postgres.Store, blobs *storage.Service, log *slog.Logger, removed prometheus.Counter) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		_, err := db.SweepClaim(ctx, func(ctx context.Context) error {
+			n, err := blobs.SweepOrphans(ctx, time.Now().Add(-storage.OrphanAge))
+			removed.Add(float64(n))
+			if n > 0 {
+				log.Info("orphan objects removed", "count", n)
+			}
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			log.Warn("sweep orphan objects", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/carebridge/carebridge/core/storage"
 )
@@ -268,6 +269,33 @@ func (s *Store) Delete(ctx context.Context, c storage.Container, name string) er
 		return fmt.Errorf("delete %s: %w", p, err)
 	}
 	return nil
+}
+
+// List calls fn for every object of container c, walking nested names;
+// temporary files of writes in progress are left out.
+func (s *Store) List(ctx context.Context, c storage.Container, fn func(name string, modified time.Time) error) error {
+	if err := validateContainer(c); err != nil {
+		return fmt.Errorf("list %s: %w", c, err)
+	}
+	return fs.WalkDir(s.root.FS(), string(c), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), tempPrefix) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted meanwhile
+			}
+			return err
+		}
+		return fn(strings.TrimPrefix(p, string(c)+"/"), info.ModTime())
+	})
 }
 
 // Ping reports whether the root directory is still there.

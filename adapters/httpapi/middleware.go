@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +85,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe is the outermost middleware: it sets the request id (the
 // client's when well-formed, a new one otherwise) and the headers every
-// response carries, turns a panic into a 500, and records one JSON
+// response carries, turns a panic into a 500 (logged at ERROR with its
+// stack), and records one JSON
 // access-log line and the request metrics by route pattern.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +105,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				panic(v)
 			}
 			if v != nil {
-				s.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", info.id), slog.Any("panic", v))
+				s.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", info.id),
+					slog.String("route", info.route), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 				if sw.status == 0 {
 					s.writeError(sw, r, errInternal)
 				}
@@ -134,8 +137,15 @@ func (s *Server) accessLog(ctx context.Context, info *requestInfo, method string
 		slog.String("route", info.route),
 		slog.Int("status", sw.status),
 		slog.Int64("bytes", sw.bytes),
-		slog.Duration("duration", elapsed))
+		durationMS(elapsed))
 	_ = h.Handle(ctx, rec) // a log line that cannot be written is not the client's failure
+}
+
+// durationMS is the duration_ms attribute of a log line: d in
+// milliseconds, a number with microsecond precision (as the EHR clients'
+// log lines).
+func durationMS(d time.Duration) slog.Attr {
+	return slog.Float64("duration_ms", float64(d.Microseconds())/1000)
 }
 
 // routeName stores the matched route's pattern for observe.

@@ -489,8 +489,8 @@ func TestObserve_LogsAndCountsEachRequestByRoutePattern(t *testing.T) {
 			t.Errorf("log field %s = %v, want %v", k, first[k], v)
 		}
 	}
-	if first["bytes"].(float64) <= 0 || first["duration"] == nil || first["time"] == nil {
-		t.Errorf("log line lacks bytes, duration or time: %v", first)
+	if _, ok := first["duration_ms"].(float64); first["bytes"].(float64) <= 0 || !ok || first["duration"] != nil || first["time"] == nil {
+		t.Errorf("log line lacks bytes, duration_ms (a number) or time: %v", first)
 	}
 	if lines[2]["route"] != "unmatched" || lines[2]["status"] != 404.0 {
 		t.Errorf("unmatched request logged as %v", lines[2])

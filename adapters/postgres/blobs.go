@@ -40,6 +40,39 @@ func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
 	return nil
 }
 
+// Known returns which of names an entry of container c names.
+func (r *BlobRepo) Known(ctx context.Context, c storage.Container, names []string) (map[string]bool, error) {
+	rows, _ := r.db.Query(ctx, `SELECT blob_name FROM blob_entries WHERE container_name = $1 AND blob_name = ANY($2)`, string(c), names)
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("known blob names: %w", err)
+	}
+	known := make(map[string]bool, len(found))
+	for _, n := range found {
+		known[n] = true
+	}
+	return known, nil
+}
+
+// SweepClaim runs fn holding the blob sweeper's claim: a transaction-scoped
+// advisory lock that one instance at a time gets without waiting. It
+// reports false, without running fn, when another instance holds it.
+func (s *Store) SweepClaim(ctx context.Context, fn func(ctx context.Context) error) (bool, error) {
+	ran := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var got bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('carebridge:blob-sweeper', 0))`).Scan(&got); err != nil {
+			return fmt.Errorf("claim the blob sweeper: %w", err)
+		}
+		if !got {
+			return nil
+		}
+		ran = true
+		return fn(ctx)
+	})
+	return ran, err
+}
+
 // Get returns blob entry id.
 func (r *BlobRepo) Get(ctx context.Context, id int64) (storage.Blob, error) {
 	var (

@@ -110,3 +110,43 @@ func TestIntegrationMigrate_AcceptsPoolParameters(t *testing.T) {
 		t.Fatalf("migrate with pool parameters: %v", err)
 	}
 }
+
+func TestIntegrationBlobRepo_KnownAndTheSweepClaim(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	repo := db.Blobs()
+	b := &storage.Blob{Name: "known-1", Container: storage.ContainerUploads, OriginalFilename: "a.txt", ContentType: "text/plain", SHA256: "x", UploadedBy: "u"}
+	if err := repo.Insert(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	known, err := repo.Known(ctx, storage.ContainerUploads, []string{"known-1", "unknown"})
+	if err != nil || len(known) != 1 || !known["known-1"] {
+		t.Fatalf("Known = %v, %v", known, err)
+	}
+	if other, err := repo.Known(ctx, storage.ContainerImages, []string{"known-1"}); err != nil || len(other) != 0 {
+		t.Fatalf("another container's entry counted: %v %v", other, err)
+	}
+
+	// While one instance holds the claim, another skips its round.
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan bool)
+	go func() {
+		ran, err := db.SweepClaim(ctx, func(context.Context) error { close(held); <-release; return nil })
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ran
+	}()
+	<-held
+	ran, err := db.SweepClaim(ctx, func(context.Context) error { t.Error("a second sweep ran"); return nil })
+	if err != nil || ran {
+		t.Fatalf("second claim: ran %v, %v", ran, err)
+	}
+	close(release)
+	if !<-done {
+		t.Fatal("the first claim did not run")
+	}
+	if ran, err := db.SweepClaim(ctx, func(context.Context) error { return nil }); err != nil || !ran {
+		t.Fatalf("claim after release: ran %v, %v", ran, err)
+	}
+}

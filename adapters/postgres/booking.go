@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/core/ehr"
 )
@@ -20,15 +23,55 @@ const (
 	IdempotencyRetention = 24 * time.Hour
 )
 
+// sqlLockNotAvailable is the SQLSTATE of a lock wait past lock_timeout.
+const sqlLockNotAvailable = "55P03"
+
 // WithLock runs fn holding the PostgreSQL advisory lock named key, so one
 // agent's calendar check and booking run one at a time across instances.
+//
+// fn makes EHR round trips that may take seconds, and a session-level
+// advisory lock pins its connection for all of them. So the lock is held
+// on a connection of the lock pool, a second pool of at most
+// pool_max_lock_conns connections that nothing else uses: bookings can
+// then never take the main pool's connections that reads need, however many
+// there are or however slow the EHR is. (A semaphore in front of the main
+// pool would bound the holders just as well, but the main pool's size would
+// then have to be kept above the semaphore's by hand; two pools cannot
+// drift.) The advisory lock itself, not the pool, is what serialises one
+// agent's bookings, across every instance.
+//
+// The wait is bounded by the store's lock wait (pool_lock_wait), for the
+// lock connection and the lock together: no lock connection free in time is
+// ehr.ErrBookingBusy (503), the agent's lock still held by another booking
+// is ehr.ErrAgentBusy (409). The server waits for the lock itself, in the
+// order the waiters came, under lock_timeout set to what is left of the
+// wait; no polling.
 func (s *Store) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	conn, err := s.pool.Acquire(ctx)
+	deadline := time.Now().Add(s.lockWait)
+	wait, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	conn, err := s.locks.Acquire(wait)
 	if err != nil {
+		if ctx.Err() == nil && wait.Err() != nil {
+			return ehr.ErrBookingBusy.Wrap(fmt.Errorf("lock %s: no lock connection within %s", key, s.lockWait))
+		}
 		return fmt.Errorf("lock %s: %w", key, err)
 	}
 	defer conn.Release()
+	// lock_timeout 0 would mean no limit: at least 1 ms is left.
+	left := max(time.Until(deadline).Milliseconds(), 1)
+	if _, err := conn.Exec(ctx, `SELECT set_config('lock_timeout', $1, false)`, strconv.FormatInt(left, 10)); err != nil {
+		return fmt.Errorf("lock %s: %w", key, err)
+	}
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, key); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == sqlLockNotAvailable {
+			return ehr.ErrAgentBusy.Wrap(fmt.Errorf("lock %s: not free within %s", key, s.lockWait))
+		}
+		// Cancelled or broken mid-way, the lock may have been taken just
+		// before: the session must not go back to the pool; closing it
+		// ends the session and any lock it holds.
+		closeConn(conn)
 		return fmt.Errorf("lock %s: %w", key, err)
 	}
 	defer func() {
@@ -37,12 +80,19 @@ func (s *Store) WithLock(ctx context.Context, key string, fn func(ctx context.Co
 		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key); err != nil {
 			// A session whose unlock failed must not go back to the pool
 			// holding the lock: closing it releases the lock.
-			// Close drops the socket even when it reports an error, and
-			// the server then ends the session and its lock.
-			_ = conn.Conn().Close(ctx)
+			closeConn(conn)
 		}
 	}()
 	return fn(ctx)
+}
+
+// closeConn closes a lock connection before its Release, so the pool drops
+// it. Close drops the socket even when it reports an error, and the server
+// then ends the session and its locks.
+func closeConn(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = conn.Conn().Close(ctx)
 }
 
 // Idempotency is the store of Idempotency-Keys; it implements

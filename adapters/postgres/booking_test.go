@@ -3,11 +3,14 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/test/pgtest"
 )
@@ -38,18 +41,121 @@ func TestIntegrationWithLock_SerialisesTheSameKeyOnly(t *testing.T) {
 		t.Fatalf("%d holders at once", most.Load())
 	}
 	// Another key is not blocked by a held one.
-	done := make(chan struct{})
-	go db.WithLock(context.Background(), "agent:a", func(context.Context) error { <-done; return nil })
-	time.Sleep(50 * time.Millisecond)
+	release := hold(t, db, "agent:a")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := db.WithLock(ctx, "agent:b", func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("another key waited: %v", err)
 	}
-	close(done)
+	release()
 	boom := errors.New("boom")
 	if err := db.WithLock(context.Background(), "agent:a", func(context.Context) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("fn's error: %v", err)
+	}
+}
+
+// hold takes key's lock in a goroutine and returns once it is held; the
+// function returned lets it go and waits until WithLock has returned.
+func hold(t *testing.T, db *postgres.Store, key string) (release func()) {
+	t.Helper()
+	held, done, out := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		out <- db.WithLock(context.Background(), key, func(context.Context) error {
+			close(held)
+			<-done
+			return nil
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-out:
+		t.Fatalf("hold %s: %v", key, err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(done)
+			if err := <-out; err != nil {
+				t.Errorf("hold %s: %v", key, err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// lockStore is a store on a fresh database whose URL carries params.
+func lockStore(t *testing.T, params string) *postgres.Store {
+	t.Helper()
+	u := pgtest.New(t)
+	if strings.Contains(u, "?") {
+		u += "&" + params
+	} else {
+		u += "?" + params
+	}
+	db, err := postgres.New(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+func TestIntegrationWithLock_AHeldKeyIsAgentBusyAfterTheLockWait(t *testing.T) {
+	db := lockStore(t, "pool_lock_wait=300ms")
+	release := hold(t, db, "agent:dr-1")
+	ran := false
+	start := time.Now()
+	err := db.WithLock(context.Background(), "agent:dr-1", func(context.Context) error { ran = true; return nil })
+	waited := time.Since(start)
+	if !errors.Is(err, ehr.ErrAgentBusy) || core.KindOf(err) != core.KindConflict {
+		t.Fatalf("a held key: %v", err)
+	}
+	if ran {
+		t.Fatal("fn ran without the lock")
+	}
+	if waited < 250*time.Millisecond || waited > 2*time.Second {
+		t.Fatalf("waited %s for a lock wait of 300ms", waited)
+	}
+	// The waiter's session took nothing with it: once let go, the key is
+	// free, and a waiter that arrives in time gets it.
+	got := make(chan error, 1)
+	go func() {
+		got <- db.WithLock(context.Background(), "agent:dr-1", func(context.Context) error { return nil })
+	}()
+	release()
+	if err := <-got; err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+}
+
+func TestIntegrationWithLock_LockHoldersCannotTakeTheMainPool(t *testing.T) {
+	// A main pool of one connection, and two lock connections.
+	db := lockStore(t, "pool_max_conns=1&pool_max_lock_conns=2&pool_lock_wait=300ms")
+	hold(t, db, "agent:a")
+	hold(t, db, "agent:b")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var one int
+	if err := db.Pool().QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
+		t.Fatalf("a read while bookings hold their locks: %v", err)
+	}
+	// A third booking finds no lock connection: it is answered, not queued
+	// for ever, and takes no connection of the main pool meanwhile.
+	err := db.WithLock(context.Background(), "agent:c", func(context.Context) error { return nil })
+	if !errors.Is(err, ehr.ErrBookingBusy) || core.KindOf(err) != core.KindUnavailable {
+		t.Fatalf("a third holder: %v", err)
+	}
+	if n := db.Pool().Stat().AcquiredConns(); n != 0 {
+		t.Fatalf("lock holders took %d connections of the main pool", n)
+	}
+}
+
+func TestNew_RefusesBadLockParameters(t *testing.T) {
+	for _, q := range []string{"pool_max_lock_conns=0", "pool_max_lock_conns=x", "pool_lock_wait=-1s", "pool_lock_wait=5"} {
+		if _, err := postgres.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?"+q); err == nil || !strings.Contains(err.Error(), strings.Split(q, "=")[0]) {
+			t.Errorf("%s: %v", q, err)
+		}
 	}
 }
 

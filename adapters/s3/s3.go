@@ -353,6 +353,25 @@ func (s *Store) Delete(ctx context.Context, c storage.Container, name string) er
 	return nil
 }
 
+// List calls fn for every object of c's bucket, a page of ListObjectsV2
+// at a time.
+func (s *Store) List(ctx context.Context, c storage.Container, fn func(name string, modified time.Time) error) error {
+	bucket := s.cfg.bucket(c)
+	pages := awss3.NewListObjectsV2Paginator(s.client, &awss3.ListObjectsV2Input{Bucket: &bucket})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", bucket, err)
+		}
+		for _, o := range page.Contents {
+			if err := fn(aws.ToString(o.Key), aws.ToTime(o.LastModified)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Ping checks that the server answers and accepts the credentials, with a
 // HeadBucket of the uploads bucket; a missing bucket still counts as
 // reachable.

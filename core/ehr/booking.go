@@ -210,7 +210,7 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 	}
 	a, err := s.book(ctx, sch, r)
 	var ce *core.Error
-	if err != nil && !(errors.As(err, &ce) && isFinal(ce.Kind)) {
+	if err != nil && (!errors.As(err, &ce) || !isFinal(ce.Kind) || errors.Is(err, ErrAgentBusy)) {
 		// Upstream or internal failures may be retried with the same key.
 		// The caller gets err either way; a key that stays claimed expires
 		// with the Idempotency-Key retention (cores do not log).
@@ -236,7 +236,8 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 }
 
 // isFinal tells the failures a repeat must see again (the client's fault
-// or a rule) from those worth retrying (upstream, internal).
+// or a rule) from those worth retrying (upstream, internal). ErrAgentBusy
+// is a conflict of the moment, not a rule: Book releases its key as well.
 func isFinal(k core.Kind) bool {
 	switch k {
 	case core.KindInvalid, core.KindNotFound, core.KindConflict:

@@ -10,7 +10,9 @@ import (
 
 // Locker serialises the bookings of one agent across every instance of the
 // service (PostgreSQL advisory locks), so a check of the agent's calendar
-// and the booking that follows it are one step.
+// and the booking that follows it are one step. Its wait is bounded: a key
+// held by another booking for too long is ErrAgentBusy, too many bookings
+// in progress at once is ErrBookingBusy; neither runs fn.
 type Locker interface {
 	WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error
 }
@@ -51,6 +53,13 @@ type BookingLog interface {
 	// IsBookedBy reports whether subject booked appointment id.
 	IsBookedBy(ctx context.Context, subject, id string) (bool, error)
 }
+
+// The failures of a bounded lock wait. Both are worth a retry: they are
+// never kept as an Idempotency-Key's outcome.
+var (
+	ErrAgentBusy   = &core.Error{Kind: core.KindConflict, Code: "agent_busy", Message: "Another booking of this agent is in progress; try again"}
+	ErrBookingBusy = &core.Error{Kind: core.KindUnavailable, Code: "booking_busy", Message: "Too many bookings are in progress; try again"}
+)
 
 // The failures of Idempotency-Key handling.
 var (

@@ -357,6 +357,34 @@ func TestBook_IdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 	}
 }
 
+func TestBook_BusyLockIsRetriedWithTheSameKey(t *testing.T) {
+	for _, busy := range []*core.Error{ErrAgentBusy.Wrap(errors.New("lock wait")), ErrBookingBusy} {
+		t.Run(busy.Code, func(t *testing.T) {
+			c := newCalendar(chicago)
+			s := integration(c)
+			held := true
+			s.locks = &LockerMock{WithLockFunc: func(ctx context.Context, _ string, fn func(context.Context) error) error {
+				if held {
+					return busy
+				}
+				return fn(ctx)
+			}}
+			r := request("2030-03-04T13:00:00-06:00", "2030-03-04T13:30:00-06:00")
+			r.IdempotencyKey = "key-1"
+			if _, err := s.Book(caller("u"), r); !errors.Is(err, busy) {
+				t.Fatalf("a busy lock: %v", err)
+			}
+			if len(c.CreateAppointmentCalls()) != 0 {
+				t.Fatal("booked without the lock")
+			}
+			held = false
+			if b, err := s.Book(caller("u"), r); err != nil || b.Replayed {
+				t.Fatalf("the retry with the same key was not a new request: %+v %v", b, err)
+			}
+		})
+	}
+}
+
 func TestCancelAndReschedule(t *testing.T) {
 	c := newCalendar(chicago)
 	s := integration(c)

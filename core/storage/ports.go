@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"io"
+	"time"
 )
 
 //go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Owners
@@ -23,6 +24,10 @@ type ObjectStore interface {
 	Get(ctx context.Context, c Container, name string, offset, length int64) (io.ReadCloser, error)
 	// Delete removes name; a missing object is not an error.
 	Delete(ctx context.Context, c Container, name string) error
+	// List calls fn with the name and last-modified time of every object
+	// of c (not the store's own temporary files), a page at a time; an
+	// error from fn stops it.
+	List(ctx context.Context, c Container, fn func(name string, modified time.Time) error) error
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 }
@@ -35,6 +40,9 @@ type BlobRepo interface {
 	Get(ctx context.Context, id int64) (Blob, error)
 	// Delete removes the entry; a missing one is ErrBlobNotFound.
 	Delete(ctx context.Context, id int64) error
+	// Known returns which of the object names an entry of container c
+	// names.
+	Known(ctx context.Context, c Container, names []string) (map[string]bool, error)
 }
 
 // KeyRing wraps and unwraps per-file data keys with master keys.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 )
 
 // Ensure, that BlobRepoMock does implement BlobRepo.
@@ -28,6 +29,9 @@ var _ BlobRepo = &BlobRepoMock{}
 //			InsertFunc: func(ctx context.Context, b *Blob) error {
 //				panic("mock out the Insert method")
 //			},
+//			KnownFunc: func(ctx context.Context, c Container, names []string) (map[string]bool, error) {
+//				panic("mock out the Known method")
+//			},
 //		}
 //
 //		// use mockedBlobRepo in code that requires BlobRepo
@@ -43,6 +47,9 @@ type BlobRepoMock struct {
 
 	// InsertFunc mocks the Insert method.
 	InsertFunc func(ctx context.Context, b *Blob) error
+
+	// KnownFunc mocks the Known method.
+	KnownFunc func(ctx context.Context, c Container, names []string) (map[string]bool, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -67,10 +74,20 @@ type BlobRepoMock struct {
 			// B is the b argument value.
 			B *Blob
 		}
+		// Known holds details about calls to the Known method.
+		Known []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// C is the c argument value.
+			C Container
+			// Names is the names argument value.
+			Names []string
+		}
 	}
 	lockDelete sync.RWMutex
 	lockGet    sync.RWMutex
 	lockInsert sync.RWMutex
+	lockKnown  sync.RWMutex
 }
 
 // Delete calls DeleteFunc.
@@ -181,6 +198,46 @@ func (mock *BlobRepoMock) InsertCalls() []struct {
 	return calls
 }
 
+// Known calls KnownFunc.
+func (mock *BlobRepoMock) Known(ctx context.Context, c Container, names []string) (map[string]bool, error) {
+	if mock.KnownFunc == nil {
+		panic("BlobRepoMock.KnownFunc: method is nil but BlobRepo.Known was just called")
+	}
+	callInfo := struct {
+		Ctx   context.Context
+		C     Container
+		Names []string
+	}{
+		Ctx:   ctx,
+		C:     c,
+		Names: names,
+	}
+	mock.lockKnown.Lock()
+	mock.calls.Known = append(mock.calls.Known, callInfo)
+	mock.lockKnown.Unlock()
+	return mock.KnownFunc(ctx, c, names)
+}
+
+// KnownCalls gets all the calls that were made to Known.
+// Check the length with:
+//
+//	len(mockedBlobRepo.KnownCalls())
+func (mock *BlobRepoMock) KnownCalls() []struct {
+	Ctx   context.Context
+	C     Container
+	Names []string
+} {
+	var calls []struct {
+		Ctx   context.Context
+		C     Container
+		Names []string
+	}
+	mock.lockKnown.RLock()
+	calls = mock.calls.Known
+	mock.lockKnown.RUnlock()
+	return calls
+}
+
 // Ensure, that ObjectStoreMock does implement ObjectStore.
 // If this is not the case, regenerate this file with moq.
 var _ ObjectStore = &ObjectStoreMock{}
@@ -199,6 +256,9 @@ var _ ObjectStore = &ObjectStoreMock{}
 //			},
 //			GetFunc: func(ctx context.Context, c Container, name string, offset int64, length int64) (io.ReadCloser, error) {
 //				panic("mock out the Get method")
+//			},
+//			ListFunc: func(ctx context.Context, c Container, fn func(name string, modified time.Time) error) error {
+//				panic("mock out the List method")
 //			},
 //			PingFunc: func(ctx context.Context) error {
 //				panic("mock out the Ping method")
@@ -221,6 +281,9 @@ type ObjectStoreMock struct {
 
 	// GetFunc mocks the Get method.
 	GetFunc func(ctx context.Context, c Container, name string, offset int64, length int64) (io.ReadCloser, error)
+
+	// ListFunc mocks the List method.
+	ListFunc func(ctx context.Context, c Container, fn func(name string, modified time.Time) error) error
 
 	// PingFunc mocks the Ping method.
 	PingFunc func(ctx context.Context) error
@@ -259,6 +322,15 @@ type ObjectStoreMock struct {
 			// Length is the length argument value.
 			Length int64
 		}
+		// List holds details about calls to the List method.
+		List []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// C is the c argument value.
+			C Container
+			// Fn is the fn argument value.
+			Fn func(name string, modified time.Time) error
+		}
 		// Ping holds details about calls to the Ping method.
 		Ping []struct {
 			// Ctx is the ctx argument value.
@@ -281,6 +353,7 @@ type ObjectStoreMock struct {
 	lockDelete          sync.RWMutex
 	lockEnsureContainer sync.RWMutex
 	lockGet             sync.RWMutex
+	lockList            sync.RWMutex
 	lockPing            sync.RWMutex
 	lockPut             sync.RWMutex
 }
@@ -406,6 +479,46 @@ func (mock *ObjectStoreMock) GetCalls() []struct {
 	mock.lockGet.RLock()
 	calls = mock.calls.Get
 	mock.lockGet.RUnlock()
+	return calls
+}
+
+// List calls ListFunc.
+func (mock *ObjectStoreMock) List(ctx context.Context, c Container, fn func(name string, modified time.Time) error) error {
+	if mock.ListFunc == nil {
+		panic("ObjectStoreMock.ListFunc: method is nil but ObjectStore.List was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		C   Container
+		Fn  func(name string, modified time.Time) error
+	}{
+		Ctx: ctx,
+		C:   c,
+		Fn:  fn,
+	}
+	mock.lockList.Lock()
+	mock.calls.List = append(mock.calls.List, callInfo)
+	mock.lockList.Unlock()
+	return mock.ListFunc(ctx, c, fn)
+}
+
+// ListCalls gets all the calls that were made to List.
+// Check the length with:
+//
+//	len(mockedObjectStore.ListCalls())
+func (mock *ObjectStoreMock) ListCalls() []struct {
+	Ctx context.Context
+	C   Container
+	Fn  func(name string, modified time.Time) error
+} {
+	var calls []struct {
+		Ctx context.Context
+		C   Container
+		Fn  func(name string, modified time.Time) error
+	}
+	mock.lockList.RLock()
+	calls = mock.calls.List
+	mock.lockList.RUnlock()
 	return calls
 }
 

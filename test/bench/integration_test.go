@@ -16,6 +16,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/ehr/fhir"
 	"github.com/carebridge/carebridge/adapters/ehr/wsbot"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/test/fhirtest"
 	"github.com/carebridge/carebridge/test/wsbottest"
 )
 
@@ -29,6 +30,12 @@ const (
 	botRateTarget   = 3000
 	bookingAdvance  = 48 * time.Hour
 	bookingDuration = 30 * time.Minute
+
+	scalePractitioners = 2500
+	scaleAppointments  = 5000
+	agentsPageCalls    = 50
+	agentsPageP50      = 100 * time.Millisecond
+	agentsPageRequests = 2
 )
 
 // BenchmarkIntegration measures a booking's round trip through each
@@ -110,6 +117,73 @@ func BenchmarkIntegration(b *testing.B) {
 	if failed.Load() > 0 {
 		b.Errorf("%d bot calls failed", failed.Load())
 	}
+}
+
+// BenchmarkFHIRAgentsPage measures page 1 of the agent listing (the
+// default limit) through the FHIR adapter on Medplum holding 2,500
+// practitioners with their roles and 5,000 appointments: the upstream
+// requests a call takes and its p50.
+func BenchmarkFHIRAgentsPage(b *testing.B) {
+	srv := fhirtest.Start(b)
+	t0 := time.Now()
+	if _, err := srv.SeedScale(scalePractitioners, scaleAppointments, time.Now().Add(bookingAdvance).Truncate(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	seeded := time.Since(t0)
+	var requests atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, srv.URL()+r.URL.RequestURI(), r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	b.Cleanup(front.Close)
+	doer, err := ehrhttp.New(ehrhttp.Config{Name: "medplum", BaseURL: front.URL, Timeout: 10 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sch := fhir.NewScheduler(doer)
+	lat := make([]time.Duration, 0, agentsPageCalls)
+	requests.Store(0)
+	for range agentsPageCalls {
+		t0 := time.Now()
+		pg, err := sch.ListAgents(b.Context(), ehr.AgentFilter{Page: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		if pg.TotalCount != scalePractitioners || len(pg.Items) != ehr.DefaultLimit {
+			b.Fatalf("page 1: %d items, totalCount %d; want %d, %d", len(pg.Items), pg.TotalCount, ehr.DefaultLimit, scalePractitioners)
+		}
+	}
+	slices.Sort(lat)
+	perCall := float64(requests.Load()) / agentsPageCalls
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	verdict := "PASS"
+	if p50 >= agentsPageP50 || perCall > agentsPageRequests {
+		verdict = "FAIL"
+	}
+	fmt.Printf("\nFHIR agent listing: page 1 (limit %d) on Medplum with %d practitioners and %d appointments (seeded in %s), %d calls\n",
+		ehr.DefaultLimit, scalePractitioners, scaleAppointments, seeded.Round(time.Millisecond), agentsPageCalls)
+	fmt.Printf("upstream requests a call %.1f, p50 %s, p99 %s (target <= %d requests, p50 < %s: %s)\n",
+		perCall, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), agentsPageRequests, agentsPageP50, verdict)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(p50.Microseconds())/1000, "agents-page-p50-ms")
+	b.ReportMetric(perCall, "upstream-requests/op")
 }
 
 func timeBookings(b *testing.B, book func(i int) error) []time.Duration {

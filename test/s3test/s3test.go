@@ -94,8 +94,13 @@ func startServer(t testing.TB, bin string, sidecar bool) s3.Config {
 		err = srv.waitReady(addr)
 		if err == nil {
 			t.Cleanup(func() {
+				// versitygw's graceful shutdown waits for the clients'
+				// idle keep-alive connections, which a loaded machine may
+				// hold past the time-out; it is then killed. That says
+				// nothing of the code under test, so it is logged, not
+				// failed.
 				if err := srv.stop(); err != nil {
-					t.Errorf("s3test: stop versitygw: %v\n%s", err, srv.out.String())
+					t.Logf("s3test: stop versitygw: %v\n%s", err, srv.out.String())
 				}
 			})
 			cfg.Endpoint = addr

@@ -7,7 +7,7 @@
 // naming the system and the field and never a secret value) and returned
 // with Go-typed fields and defaults applied.
 //
-// Secrets (client_secret, api_key, password) are written either as
+// Secrets (client_secret, private_key, api_key, password) are written either as
 // "enc:v1:<base64url of nonce||ciphertext>", sealed with AES-256-GCM under
 // EHR_CREDENTIALS_KEY (see EncryptSecret), or as "env:NAME", read from the
 // environment variable NAME. Plaintext secrets are refused.
@@ -23,7 +23,11 @@
 //   - authentication absent (or type none) = no credentials; a field of
 //     another authentication type is an error, so a misplaced credential
 //     is noticed rather than ignored;
-//   - api_key_header: X-API-Key.
+//   - api_key_header: X-API-Key;
+//   - private_key_jwt (SMART Backend Services): token_url https (http
+//     only on a loopback host), client_id, key_id, algorithm RS384 (an
+//     RSA private_key of at least 2048 bits) or ES384 (a P-384 EC key),
+//     private_key a PEM (PKCS #8, PKCS #1 or SEC 1) given as a secret.
 //
 // At least one system is required: a file without systems is taken for a
 // mistake (leave EHR_CONFIG unset to run without EHRs).
@@ -35,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -43,6 +48,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
 )
 
 // Limits and defaults of the EHR systems file.
@@ -84,6 +91,9 @@ const (
 	AuthOAuth2 AuthType = "oauth2"  // client credentials grant
 	AuthAPIKey AuthType = "api_key" // a key in a header
 	AuthBasic  AuthType = "basic"   // HTTP Basic
+	// AuthPrivateKeyJWT is SMART Backend Services: client credentials
+	// with a client assertion signed by the private key.
+	AuthPrivateKeyJWT AuthType = "private_key_jwt"
 )
 
 // Config is the parsed, validated EHR systems file.
@@ -116,11 +126,16 @@ type System struct {
 type Auth struct {
 	Type AuthType
 
-	// oauth2
+	// oauth2 and private_key_jwt
 	TokenURL     string
 	ClientID     string
-	ClientSecret Secret
+	ClientSecret Secret // oauth2
 	Scopes       []string
+
+	// private_key_jwt
+	PrivateKey Secret // PEM
+	KeyID      string
+	Algorithm  string // RS384 or ES384
 
 	// api_key
 	APIKey       Secret
@@ -153,6 +168,10 @@ func (a Auth) LogValue() slog.Value {
 	case AuthOAuth2:
 		attrs = append(attrs, slog.String("token_url", a.TokenURL), slog.String("client_id", a.ClientID),
 			slog.Any("client_secret", a.ClientSecret), slog.Any("scopes", a.Scopes))
+	case AuthPrivateKeyJWT:
+		attrs = append(attrs, slog.String("token_url", a.TokenURL), slog.String("client_id", a.ClientID),
+			slog.Any("private_key", a.PrivateKey), slog.String("key_id", a.KeyID),
+			slog.String("algorithm", a.Algorithm), slog.Any("scopes", a.Scopes))
 	case AuthAPIKey:
 		attrs = append(attrs, slog.String("api_key_header", a.APIKeyHeader), slog.Any("api_key", a.APIKey))
 	case AuthBasic:
@@ -203,6 +222,9 @@ type (
 		ClientID     string   `yaml:"client_id"`
 		ClientSecret string   `yaml:"client_secret"`
 		Scopes       []string `yaml:"scopes"`
+		PrivateKey   string   `yaml:"private_key"`
+		KeyID        string   `yaml:"key_id"`
+		Algorithm    string   `yaml:"algorithm"`
 		APIKey       string   `yaml:"api_key"`
 		APIKeyHeader string   `yaml:"api_key_header"`
 		Username     string   `yaml:"username"`
@@ -417,6 +439,8 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 		TokenURL:     ra.TokenURL,
 		ClientID:     ra.ClientID,
 		Scopes:       ra.Scopes,
+		KeyID:        ra.KeyID,
+		Algorithm:    ra.Algorithm,
 		APIKeyHeader: ra.APIKeyHeader,
 		Username:     ra.Username,
 	}
@@ -425,6 +449,7 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 		"token_url": ra.TokenURL != "", "client_id": ra.ClientID != "", "client_secret": ra.ClientSecret != "",
 		"scopes": len(ra.Scopes) > 0, "api_key": ra.APIKey != "", "api_key_header": ra.APIKeyHeader != "",
 		"username": ra.Username != "", "password": ra.Password != "",
+		"private_key": ra.PrivateKey != "", "key_id": ra.KeyID != "", "algorithm": ra.Algorithm != "",
 	}
 	var allowed []string
 	switch a.Type {
@@ -435,11 +460,35 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 			v.add(at+".client_id", "is required for oauth2")
 		}
 		a.ClientSecret = v.secret(at+".client_secret", ra.ClientSecret, "oauth2")
-		for j, sc := range ra.Scopes {
-			if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") || hasControl(sc) {
-				v.add(fmt.Sprintf("%s.scopes[%d]", at, j), "must be non-empty, without spaces, quotes or backslashes")
+		v.scopes(at, ra.Scopes)
+	case AuthPrivateKeyJWT:
+		allowed = []string{"token_url", "client_id", "scopes", "private_key", "key_id", "algorithm"}
+		v.url(at+".token_url", ra.TokenURL, "http", "https")
+		if u, err := url.Parse(ra.TokenURL); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
+			v.add(at+".token_url", "must be https (http only on a loopback host)")
+		}
+		if ra.ClientID == "" {
+			v.add(at+".client_id", "is required for private_key_jwt")
+		}
+		if ra.KeyID == "" {
+			v.add(at+".key_id", "is required for private_key_jwt")
+		} else if len(ra.KeyID) > 256 || hasControl(ra.KeyID) {
+			v.add(at+".key_id", "must be at most 256 characters, without control characters")
+		}
+		algOK := ra.Algorithm == ehrhttp.AlgRS384 || ra.Algorithm == ehrhttp.AlgES384
+		switch {
+		case ra.Algorithm == "":
+			v.add(at+".algorithm", "is required for private_key_jwt (RS384 or ES384)")
+		case !algOK:
+			v.add(at+".algorithm", "must be RS384 or ES384")
+		}
+		a.PrivateKey = v.secret(at+".private_key", ra.PrivateKey, "private_key_jwt")
+		if !a.PrivateKey.IsZero() && algOK {
+			if _, err := ehrhttp.ParseSigningKey(a.PrivateKey.Value(), ra.Algorithm); err != nil {
+				v.add(at+".private_key", "%s", err)
 			}
 		}
+		v.scopes(at, ra.Scopes)
 	case AuthAPIKey:
 		allowed = []string{"api_key", "api_key_header"}
 		a.APIKey = v.secret(at+".api_key", ra.APIKey, "api_key")
@@ -459,19 +508,37 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 	case "", AuthNone:
 		a.Type = AuthNone
 	default:
-		v.add(at+".type", "must be oauth2, api_key or basic")
+		v.add(at+".type", "must be oauth2, private_key_jwt, api_key or basic")
 		return Auth{Type: AuthNone}
 	}
-	for _, f := range []string{"token_url", "client_id", "client_secret", "scopes", "api_key", "api_key_header", "username", "password"} {
+	for _, f := range []string{"token_url", "client_id", "client_secret", "scopes", "private_key", "key_id", "algorithm",
+		"api_key", "api_key_header", "username", "password"} {
 		if set[f] && !slices.Contains(allowed, f) {
 			if a.Type == AuthNone {
-				v.add(at+"."+f, "is given but authentication.type is missing (oauth2, api_key or basic)")
+				v.add(at+"."+f, "is given but authentication.type is missing (oauth2, private_key_jwt, api_key or basic)")
 			} else {
 				v.add(at+"."+f, "is not used with type %s", a.Type)
 			}
 		}
 	}
 	return a
+}
+
+func (v *validator) scopes(at string, scopes []string) {
+	for j, sc := range scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") || hasControl(sc) {
+			v.add(fmt.Sprintf("%s.scopes[%d]", at, j), "must be non-empty, without spaces, quotes or backslashes")
+		}
+	}
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func (v *validator) secret(at, written, authType string) Secret {

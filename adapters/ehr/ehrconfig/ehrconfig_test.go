@@ -290,7 +290,7 @@ func TestParse_Validation(t *testing.T) {
 			}
 		}},
 
-		{"auth type unknown", auth(map[string]any{"type": "kerberos"}), "authentication.type: must be oauth2, api_key or basic", nil},
+		{"auth type unknown", auth(map[string]any{"type": "kerberos"}), "authentication.type: must be oauth2, private_key_jwt, api_key or basic", nil},
 		{"auth type none explicit", auth(map[string]any{"type": "none"}), "", nil},
 		{"auth fields without type", auth(map[string]any{"username": "u"}), "authentication.username: is given but authentication.type is missing", nil},
 		{"oauth2 valid", oauth(), "", func(t *testing.T, s System) {

@@ -22,6 +22,10 @@ const (
 	AuthOAuth2 = "oauth2"
 	AuthAPIKey = "api_key"
 	AuthBasic  = "basic"
+	// AuthPrivateKeyJWT is SMART Backend Services: client credentials
+	// with a client assertion signed by the private key (see
+	// jwtassertion.go).
+	AuthPrivateKeyJWT = "private_key_jwt"
 )
 
 // DefaultAPIKeyHeader carries the API key when AuthConfig.APIKeyHeader is
@@ -31,11 +35,14 @@ const DefaultAPIKeyHeader = "X-API-Key"
 // AuthConfig is how Carebridge authenticates to one EHR system. Secrets are
 // given decrypted; String and LogValue mask them.
 type AuthConfig struct {
-	Type         string   // "oauth2", "api_key", "basic", or "" for none
-	TokenURL     string   // oauth2
-	ClientID     string   // oauth2
+	Type         string   // "oauth2", "private_key_jwt", "api_key", "basic", or "" for none
+	TokenURL     string   // oauth2, private_key_jwt
+	ClientID     string   // oauth2, private_key_jwt
 	ClientSecret string   // oauth2 (already decrypted)
-	Scopes       []string // oauth2
+	Scopes       []string // oauth2, private_key_jwt
+	PrivateKey   string   // private_key_jwt: PEM (already decrypted), see ParseSigningKey
+	KeyID        string   // private_key_jwt: the kid the EHR knows the public key by
+	Algorithm    string   // private_key_jwt: RS384 or ES384
 	APIKey       string   // api_key (already decrypted)
 	APIKeyHeader string   // api_key; "" means X-API-Key
 	Username     string   // basic
@@ -47,6 +54,9 @@ func (a AuthConfig) String() string {
 	switch a.Type {
 	case AuthOAuth2:
 		return fmt.Sprintf("oauth2(token_url=%s client_id=%s scopes=%v)", a.TokenURL, a.ClientID, a.Scopes)
+	case AuthPrivateKeyJWT:
+		return fmt.Sprintf("private_key_jwt(token_url=%s client_id=%s key_id=%s algorithm=%s scopes=%v)",
+			a.TokenURL, a.ClientID, a.KeyID, a.Algorithm, a.Scopes)
 	case AuthAPIKey:
 		return fmt.Sprintf("api_key(header=%s)", a.apiKeyHeader())
 	case AuthBasic:
@@ -71,7 +81,7 @@ func (a AuthConfig) apiKeyHeader() string {
 // secrets lists the values that must never show in an error text.
 func (a AuthConfig) secrets() []string {
 	var s []string
-	for _, w := range []string{a.ClientSecret, a.APIKey, a.Password} {
+	for _, w := range []string{a.ClientSecret, a.PrivateKey, a.APIKey, a.Password} {
 		if len(w) >= 4 { // masking shorter strings would garble messages and hide nothing
 			s = append(s, w)
 		}
@@ -86,21 +96,38 @@ func (a AuthConfig) validate(bad func(field, format string, args ...any)) {
 	const at = "authentication."
 	switch a.Type {
 	case AuthNone:
-	case AuthOAuth2:
+	case AuthOAuth2, AuthPrivateKeyJWT:
 		u, err := url.Parse(a.TokenURL)
 		switch {
 		case a.TokenURL == "":
-			bad(at+"token_url", "is required for oauth2")
+			bad(at+"token_url", "is required for %s", a.Type)
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			bad(at+"token_url", "must be an absolute http or https URL")
 		case u.User != nil:
 			bad(at+"token_url", "must not carry credentials")
 		}
 		if a.ClientID == "" {
-			bad(at+"client_id", "is required for oauth2")
+			bad(at+"client_id", "is required for %s", a.Type)
 		}
-		if a.ClientSecret == "" {
+		if a.Type == AuthOAuth2 && a.ClientSecret == "" {
 			bad(at+"client_secret", "is required for oauth2")
+		}
+		if a.Type == AuthPrivateKeyJWT {
+			if a.KeyID == "" {
+				bad(at+"key_id", "is required for private_key_jwt")
+			} else if hasControlByte(a.KeyID) {
+				bad(at+"key_id", "must not contain control characters")
+			}
+			switch {
+			case a.Algorithm != AlgRS384 && a.Algorithm != AlgES384:
+				bad(at+"algorithm", "must be RS384 or ES384")
+			case a.PrivateKey == "":
+				bad(at+"private_key", "is required for private_key_jwt")
+			default:
+				if _, err := ParseSigningKey(a.PrivateKey, a.Algorithm); err != nil {
+					bad(at+"private_key", "%s", err)
+				}
+			}
 		}
 	case AuthAPIKey:
 		if a.APIKey == "" {
@@ -118,7 +145,7 @@ func (a AuthConfig) validate(bad func(field, format string, args ...any)) {
 			bad(at+"username", "must not contain a colon")
 		}
 	default:
-		bad(at+"type", "%q is not one of oauth2, api_key, basic", a.Type)
+		bad(at+"type", "%q is not one of oauth2, private_key_jwt, api_key, basic", a.Type)
 	}
 }
 
@@ -133,6 +160,15 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
+}
+
+func hasControlByte(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // validHeaderValue reports whether s can be sent as a header value: no
@@ -161,6 +197,8 @@ func newAuthenticator(a AuthConfig, tokenClient *http.Client, early time.Duratio
 	switch a.Type {
 	case AuthOAuth2:
 		return newOAuth(a, tokenClient, early)
+	case AuthPrivateKeyJWT:
+		return newPrivateKeyJWT(a, tokenClient, early)
 	case AuthAPIKey:
 		h := http.Header{}
 		h.Set(a.apiKeyHeader(), a.APIKey)
@@ -185,14 +223,24 @@ func (s staticAuth) header(context.Context) (http.Header, uint64, error) { retur
 func (staticAuth) refreshable() bool                                     { return false }
 func (staticAuth) invalidate(uint64)                                     {}
 
-// oauth caches client-credentials tokens: a token is reused until
+// failedAuth is an authenticator that cannot authenticate (its
+// configuration failed after validation, which should not happen).
+type failedAuth struct{ err error }
+
+func (f failedAuth) header(context.Context) (http.Header, uint64, error) { return nil, 0, f.err }
+func (failedAuth) refreshable() bool                                     { return false }
+func (failedAuth) invalidate(uint64)                                     {}
+
+// oauth caches client-credentials tokens, whether the client authenticates
+// with a secret (oauth2) or a signed assertion (private_key_jwt): a token is reused until
 // `early` before its expiry, and one refresh runs at a time (concurrent
 // callers wait for it: oauth2.ReuseTokenSourceWithExpiry holds a lock while
 // it fetches). A 401 from the EHR drops the cache (invalidate), once per
 // token generation however many requests saw it.
 type oauth struct {
-	cfg   *clientcredentials.Config
-	ctx   context.Context // carries the token http.Client (oauth2.HTTPClient)
+	// fetch returns a source that asks the token endpoint; a new one per
+	// cache generation, so a dropped token is never served again.
+	fetch func() oauth2.TokenSource
 	early time.Duration
 
 	mu  sync.Mutex
@@ -201,16 +249,29 @@ type oauth struct {
 }
 
 func newOAuth(a AuthConfig, tokenClient *http.Client, early time.Duration) *oauth {
-	o := &oauth{
-		cfg: &clientcredentials.Config{
-			ClientID:     a.ClientID,
-			ClientSecret: a.ClientSecret,
-			TokenURL:     a.TokenURL,
-			Scopes:       a.Scopes,
-		},
-		ctx:   context.WithValue(context.Background(), oauth2.HTTPClient, tokenClient),
-		early: early,
+	cfg := &clientcredentials.Config{
+		ClientID:     a.ClientID,
+		ClientSecret: a.ClientSecret,
+		TokenURL:     a.TokenURL,
+		Scopes:       a.Scopes,
 	}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, tokenClient)
+	return newTokenCache(func() oauth2.TokenSource { return cfg.TokenSource(ctx) }, early)
+}
+
+// newPrivateKeyJWT is newOAuth for SMART Backend Services: the same cache,
+// a token endpoint request authenticated by a fresh client assertion.
+func newPrivateKeyJWT(a AuthConfig, tokenClient *http.Client, early time.Duration) authenticator {
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, tokenClient)
+	src, err := newAssertionSource(ctx, a)
+	if err != nil {
+		return failedAuth{err}
+	}
+	return newTokenCache(func() oauth2.TokenSource { return src }, early)
+}
+
+func newTokenCache(fetch func() oauth2.TokenSource, early time.Duration) *oauth {
+	o := &oauth{fetch: fetch, early: early}
 	o.ts = o.newSource()
 	return o
 }
@@ -218,7 +279,7 @@ func newOAuth(a AuthConfig, tokenClient *http.Client, early time.Duration) *oaut
 func (o *oauth) newSource() oauth2.TokenSource {
 	// clientcredentials' own source is a ReuseTokenSource; this re-arms
 	// that same cache with the early-expiry window (no double caching).
-	return oauth2.ReuseTokenSourceWithExpiry(nil, o.cfg.TokenSource(o.ctx), o.early)
+	return oauth2.ReuseTokenSourceWithExpiry(nil, o.fetch(), o.early)
 }
 
 func (o *oauth) header(ctx context.Context) (http.Header, uint64, error) {

@@ -54,6 +54,11 @@
 // duration_ms, method and, for errors, the cause. Never the URL, the query
 // or a body: a search URL carries names and birth dates. A call the caller
 // cancelled is not the EHR's failure and is not logged.
+//
+// With Config.Metrics set, every Do call is measured: its outcome (one of
+// Outcomes), its duration (retries and waits included) and its retries;
+// each wait the rate limiter imposes; and every change of the breaker's
+// state. The client does not depend on Prometheus: app implements Metrics.
 package ehrhttp
 
 import (
@@ -112,7 +117,52 @@ type Config struct {
 	// documentation); the caller adds the component and system
 	// attributes. nil: no logging.
 	Logger *slog.Logger
+	// Metrics receives the client's measurements (see Metrics); the
+	// caller binds them to the system. nil: no metrics.
+	Metrics Metrics
 }
+
+// Metrics receives what a Client measures of one EHR system.
+// Implementations must be safe for concurrent use and must not block.
+type Metrics interface {
+	// Request records one Do call: its outcome (one of Outcomes), how
+	// long it took (retries, backoff and rate-limit waits included) and
+	// the attempts it made after the first.
+	Request(outcome string, took time.Duration, retries int)
+	// RateLimitWait records a wait the rate limiter imposed on an attempt
+	// (a turn past the time-out is refused, not waited: it shows as the
+	// outcome rate_limited).
+	RateLimitWait(wait time.Duration)
+	// BreakerState records the circuit breaker's state: BreakerClosed,
+	// BreakerHalfOpen or BreakerOpen. New reports closed.
+	BreakerState(state int)
+}
+
+// The outcomes of a Do call, as Metrics.Request receives them: a fixed
+// set, fit for a metric label.
+const (
+	OutcomeSuccess      = "success"       // an answer below 400
+	OutcomeClientError  = "client_error"  // a 4xx answer other than 429
+	OutcomeServerError  = "server_error"  // a 5xx answer
+	OutcomeRateLimited  = "rate_limited"  // a 429 answer, or refused by the client's rate limiter
+	OutcomeTimeout      = "timeout"       // no answer in time
+	OutcomeCircuitOpen  = "circuit_open"  // the breaker refused the call
+	OutcomeNetworkError = "network_error" // the exchange failed
+	OutcomeAuthError    = "auth_error"    // no credentials could be obtained
+	OutcomeCanceled     = "canceled"      // the caller went away
+	OutcomeError        = "error"         // refused or not replayable: a fault of the caller's request
+)
+
+// Outcomes lists every outcome, so a metric can show each at zero.
+var Outcomes = []string{OutcomeSuccess, OutcomeClientError, OutcomeServerError, OutcomeRateLimited,
+	OutcomeTimeout, OutcomeCircuitOpen, OutcomeNetworkError, OutcomeAuthError, OutcomeCanceled, OutcomeError}
+
+// The breaker states as Metrics.BreakerState receives them.
+const (
+	BreakerClosed   = 0
+	BreakerHalfOpen = 1
+	BreakerOpen     = 2
+)
 
 // Client sends requests to one EHR system. It is safe for concurrent use.
 type Client struct {
@@ -128,6 +178,7 @@ type Client struct {
 	backoff   func(n int) time.Duration
 	maskWords []string
 	log       *slog.Logger // nil: no logging
+	metrics   Metrics      // nil: no metrics
 }
 
 type options struct {
@@ -238,6 +289,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		backoff:   fullJitter(o.backoffBase, o.backoffMax),
 		maskWords: cfg.Auth.secrets(),
 		log:       cfg.Logger,
+		metrics:   cfg.Metrics,
 	}
 	tokenClient := *hc
 	if tokenClient.Timeout == 0 {
@@ -274,7 +326,15 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 			var ne notCounted
 			return errors.As(err, &ne)
 		},
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			if c.metrics != nil {
+				c.metrics.BreakerState(breakerState(to))
+			}
+		},
 	})
+	if c.metrics != nil {
+		c.metrics.BreakerState(BreakerClosed)
+	}
 	return c, nil
 }
 
@@ -354,8 +414,58 @@ func (c *Client) Do(ctx context.Context, req *http.Request) (*http.Response, err
 	start := time.Now()
 	var st callStats
 	resp, err := c.do(ctx, req, &st)
-	c.logFailure(ctx, req, resp, err, st, time.Since(start))
+	took := time.Since(start)
+	c.logFailure(ctx, req, resp, err, st, took)
+	if c.metrics != nil {
+		c.metrics.Request(outcome(ctx, resp, err), took, max(st.attempts-1, 0))
+	}
 	return resp, err
+}
+
+// outcome classifies a Do call for Metrics.Request.
+func outcome(ctx context.Context, resp *http.Response, err error) string {
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return OutcomeCanceled
+		}
+		var ce *core.Error
+		if !errors.As(err, &ce) {
+			return OutcomeError
+		}
+		switch ce.Code {
+		case "ehr_timeout":
+			return OutcomeTimeout
+		case "rate_limited":
+			return OutcomeRateLimited
+		case "circuit_open":
+			return OutcomeCircuitOpen
+		case "ehr_unreachable":
+			return OutcomeNetworkError
+		case "ehr_auth_failed":
+			return OutcomeAuthError
+		}
+		return OutcomeError
+	}
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests:
+		return OutcomeRateLimited
+	case code >= 500:
+		return OutcomeServerError
+	case code >= 400:
+		return OutcomeClientError
+	}
+	return OutcomeSuccess
+}
+
+// breakerState is a gobreaker state as Metrics.BreakerState receives it.
+func breakerState(s gobreaker.State) int {
+	switch s {
+	case gobreaker.StateOpen:
+		return BreakerOpen
+	case gobreaker.StateHalfOpen:
+		return BreakerHalfOpen
+	}
+	return BreakerClosed
 }
 
 // callStats is what Do's log line tells of a call.
@@ -507,6 +617,9 @@ func (c *Client) waitTurn(ctx context.Context) (time.Duration, error) {
 		r.CancelAt(now)
 		return d, fmt.Errorf("next turn in %v is past the time-out", d.Round(time.Millisecond))
 	}
+	if c.metrics != nil {
+		c.metrics.RateLimitWait(d)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -591,7 +704,7 @@ func (c *Client) logFailure(ctx context.Context, req *http.Request, resp *http.R
 	if st.status != 0 {
 		attrs = append(attrs, slog.Int("status", st.status))
 	}
-	attrs = append(attrs, slog.Int("retries", max(st.attempts-1, 0)), slog.Int64("duration_ms", took.Milliseconds()))
+	attrs = append(attrs, slog.Int("retries", max(st.attempts-1, 0)), durationMS(took))
 	if req != nil {
 		attrs = append(attrs, slog.String("method", cmp.Or(req.Method, http.MethodGet)))
 	}
@@ -758,4 +871,11 @@ func stripURL(err error) error {
 		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
 	}
 	return err
+}
+
+// durationMS is the duration_ms attribute of a log line: d in milliseconds,
+// a number with microsecond precision. Every log line that tells a
+// duration uses it, so the unit is in the name.
+func durationMS(d time.Duration) slog.Attr {
+	return slog.Float64("duration_ms", float64(d.Microseconds())/1000)
 }

@@ -15,10 +15,12 @@ import (
 type (
 	resourceHeader struct {
 		ResourceType string `json:"resourceType"`
+		ID           string `json:"id"`
 	}
 
 	bundle struct {
 		ResourceType string        `json:"resourceType"`
+		Total        *int          `json:"total"`
 		Link         []bundleLink  `json:"link"`
 		Entry        []bundleEntry `json:"entry"`
 	}

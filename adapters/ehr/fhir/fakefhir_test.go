@@ -305,7 +305,15 @@ func (f *fakeFHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 			}
 		}
 	}
-	links := []any{map[string]any{"relation": "self", "url": f.URL + r.URL.RequestURI()}}
+	// The self link holds the parameters the server used: not those it
+	// ignores.
+	used := url.Values{}
+	for k, v := range q {
+		if !f.ignored[k] {
+			used[k] = v
+		}
+	}
+	links := []any{map[string]any{"relation": "self", "url": f.URL + "/" + typ + "?" + used.Encode()}}
 	if offset+count < len(matches) {
 		next := url.Values{}
 		for k, v := range q {
@@ -321,7 +329,7 @@ func (f *fakeFHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 func (f *fakeFHIR) match(typ string, q url.Values) ([]map[string]any, error) {
 	params := searchParams[typ]
 	for k := range q {
-		if k == "_count" || k == "_offset" || k == "_revinclude" {
+		if k == "_count" || k == "_offset" || k == "_revinclude" || k == "_total" {
 			continue
 		}
 		if _, ok := params[k]; !ok {
@@ -358,7 +366,8 @@ type matcher func(res map[string]any, value string) bool
 
 var searchParams = map[string]map[string]matcher{
 	"Practitioner": {
-		"_id": func(res map[string]any, v string) bool { return res["id"] == v },
+		"_id":        func(res map[string]any, v string) bool { return res["id"] == v },
+		"active:not": func(res map[string]any, v string) bool { return fmt.Sprint(res["active"]) != v },
 		"name": func(res map[string]any, v string) bool {
 			for _, n := range list(res["name"]) {
 				n := n.(map[string]any)

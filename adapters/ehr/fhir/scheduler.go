@@ -2,7 +2,6 @@ package fhir
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -45,10 +44,11 @@ const (
 // locations. Free time is the Slots (status free) of the practitioner's
 // Schedules, merged, less the Appointments that hold the practitioner.
 // Appointments are Appointment resources whose patient is contained in
-// them. Listings fetch at most MaxPages pages of MaxPageSize resources
-// (2,000) from the server and filter, sort and page in the adapter, so
-// they are right whichever search parameters a server ignores; beyond that
-// bound a listing is cut (and a warning logged).
+// them. Listings ask the server for the page wanted and take totalCount
+// from Bundle.total; when the server cannot answer a listing that way
+// (a filter it cannot apply or ignores, no total), they read every match,
+// at most MaxScan, and filter and page in the adapter. A listing is exact
+// or an upstream error, never cut short.
 type Scheduler struct {
 	c   *Client
 	log *slog.Logger
@@ -82,37 +82,84 @@ func NewScheduler(doer Doer, opts ...SchedulerOption) *Scheduler {
 	return s
 }
 
-// ListAgents lists the active practitioners with their roles. Name is sent
-// to the server (one name parameter a word) and checked again here: each
-// word must begin a word of the agent's name, ignoring case. Specialty
-// matches any specialty of the agent's roles, ignoring case; LocationID
-// any of its locations. Agents are sorted by name, then id.
+// ListAgents lists the active practitioners with their roles, in the
+// server's order. Name is sent to the server (one name parameter a word)
+// and checked here: each word must begin a word of the agent's name,
+// ignoring case. Specialty matches any specialty of the agent's roles,
+// ignoring case; LocationID any of its locations.
+//
+// Without a specialty or location, the server pages: one search for the
+// page asked (_count, _offset, _total=accurate, roles by _revinclude) and
+// totalCount is its Bundle.total. When the server does not page that way,
+// or the page holds a practitioner the adapter would not list (the server
+// ignored a filter), and with a specialty or location (which live on
+// PractitionerRole), every match is read (at most MaxScan) and filtered and
+// paged here. A listing is exact or an error (see searchAll, searchPage).
 func (s *Scheduler) ListAgents(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
-	q := url.Values{}
+	page, limit := pageBounds(f.Page, f.Limit)
+	q := url.Values{"active:not": {"false"}}
 	words := strings.Fields(strings.ToLower(f.Name))
 	for _, w := range words {
 		q.Add("name", w)
 	}
-	recs, err := s.agents(ctx, q)
-	if err != nil {
-		return ehr.Page[ehr.Agent]{}, err
-	}
 	specialty := strings.TrimSpace(f.Specialty)
 	location := strings.TrimSpace(f.LocationID)
-	var items []ehr.Agent
-	for _, r := range recs {
+	keep := func(r agentRecord) bool {
 		switch {
 		case !nameMatches(r.Agent, words):
 		case specialty != "" && !slices.ContainsFunc(r.specialties, func(s string) bool { return strings.EqualFold(s, specialty) }):
 		case location != "" && !slices.Contains(r.LocationIDs, location):
 		default:
+			return true
+		}
+		return false
+	}
+	if specialty == "" && location == "" {
+		var total int
+		recs, matches, ok, err := s.agents(ctx, q, func(typ string, q url.Values, visit func(entry) error) (int, error) {
+			t, ok, status, err := s.searchPage(ctx, typ, q, (page-1)*limit, limit, visit)
+			if !ok && err == nil {
+				return 0, errNotPaged
+			}
+			total = t
+			return status, err
+		})
+		if err != nil {
+			return ehr.Page[ehr.Agent]{}, err
+		}
+		if ok && len(recs) == matches && !slices.ContainsFunc(recs, func(r agentRecord) bool { return !keep(r) }) {
+			items := make([]ehr.Agent, len(recs))
+			for i, r := range recs {
+				items[i] = r.Agent
+			}
+			return ehr.Page[ehr.Agent]{Items: items, TotalCount: total, Page: page, Limit: limit}, nil
+		}
+	}
+	q.Set("_count", strconv.Itoa(MaxPageSize))
+	recs, _, _, err := s.agents(ctx, q, s.searchAllFunc(ctx))
+	if err != nil {
+		return ehr.Page[ehr.Agent]{}, err
+	}
+	var items []ehr.Agent
+	for _, r := range recs {
+		if keep(r) {
 			items = append(items, r.Agent)
 		}
 	}
-	slices.SortFunc(items, func(a, b ehr.Agent) int {
-		return cmp.Or(cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), cmp.Compare(a.ID, b.ID))
-	})
-	return paginate(items, f.Page, f.Limit), nil
+	return paginate(items, page, limit), nil
+}
+
+// errNotPaged tells agents that the server did not answer a page search
+// as asked (searchPage's ok false).
+var errNotPaged = errors.New("the server does not page this search")
+
+// searchFunc runs one search of typ?q (searchAll or a searchPage).
+type searchFunc func(typ string, q url.Values, visit func(entry) error) (int, error)
+
+func (s *Scheduler) searchAllFunc(ctx context.Context) searchFunc {
+	return func(typ string, q url.Values, visit func(entry) error) (int, error) {
+		return s.searchAll(ctx, typ, q, visit)
+	}
 }
 
 // nameMatches reports whether every word begins a word of a's names.
@@ -133,7 +180,7 @@ func (s *Scheduler) GetAgent(ctx context.Context, id string) (ehr.Agent, error) 
 	if !validID(id) {
 		return ehr.Agent{}, ehr.ErrAgentNotFound
 	}
-	recs, err := s.agents(ctx, url.Values{"_id": {id}})
+	recs, _, _, err := s.agents(ctx, url.Values{"_id": {id}, "_count": {strconv.Itoa(MaxPageSize)}}, s.searchAllFunc(ctx))
 	if err != nil {
 		return ehr.Agent{}, err
 	}
@@ -145,12 +192,13 @@ func (s *Scheduler) GetAgent(ctx context.Context, id string) (ehr.Agent, error) 
 	return ehr.Agent{}, ehr.ErrAgentNotFound
 }
 
-// agents searches Practitioners with q, with their roles: included by
-// _revinclude=PractitionerRole:practitioner, or — when the server refuses
-// it (400) or sends no role at all — from PractitionerRole searches by
-// practitioner. Inactive practitioners and roles are left out.
-func (s *Scheduler) agents(ctx context.Context, q url.Values) ([]agentRecord, error) {
-	q.Set("_count", strconv.Itoa(MaxPageSize))
+// agents searches Practitioners with q through search, with their roles:
+// included by _revinclude=PractitionerRole:practitioner, or — when the
+// server refuses it (400) or sends no role at all — from PractitionerRole
+// searches by practitioner. Inactive practitioners and roles are left out;
+// matches is how many Practitioners the server matched, in the records or
+// not. ok is false when search answered errNotPaged.
+func (s *Scheduler) agents(ctx context.Context, q url.Values, searchPr searchFunc) (recs []agentRecord, matches int, ok bool, err error) {
 	var (
 		prs      []practitioner
 		seen     map[string]bool
@@ -177,6 +225,7 @@ func (s *Scheduler) agents(ctx context.Context, q url.Values) ([]agentRecord, er
 			if err := json.Unmarshal(e.raw, &p); err != nil {
 				return s.bad(fmt.Sprintf("entry %d is not a valid Practitioner", e.index), err)
 			}
+			matches++
 			if p.ID = strings.TrimSpace(p.ID); p.ID != "" && !seen[p.ID] {
 				seen[p.ID] = true
 				prs = append(prs, p)
@@ -192,13 +241,13 @@ func (s *Scheduler) agents(ctx context.Context, q url.Values) ([]agentRecord, er
 		return nil
 	}
 	search := func() (int, error) {
-		prs, seen, roles, seenRole, gotRoles = nil, map[string]bool{}, map[string][]practitionerRole{}, map[string]bool{}, false
+		prs, seen, roles, seenRole, gotRoles, matches = nil, map[string]bool{}, map[string][]practitionerRole{}, map[string]bool{}, false, 0
 		if s.noRevinclude.Load() {
 			q.Del("_revinclude")
 		} else {
 			q.Set("_revinclude", "PractitionerRole:practitioner")
 		}
-		return s.searchAll(ctx, "Practitioner", q, visit)
+		return searchPr("Practitioner", q, visit)
 	}
 	status, err := search()
 	if err != nil && status == http.StatusBadRequest && q.Has("_revinclude") {
@@ -207,8 +256,11 @@ func (s *Scheduler) agents(ctx context.Context, q url.Values) ([]agentRecord, er
 			slog.String("ehr", s.c.http.Name()))
 		_, err = search()
 	}
+	if errors.Is(err, errNotPaged) {
+		return nil, 0, false, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	prs = slices.DeleteFunc(prs, func(p practitioner) bool { return (p.Active != nil && !*p.Active) || !validID(p.ID) })
 	if !gotRoles && len(prs) > 0 {
@@ -229,15 +281,15 @@ func (s *Scheduler) agents(ctx context.Context, q url.Values) ([]agentRecord, er
 				addRole(r)
 				return nil
 			}); err != nil {
-				return nil, err
+				return nil, 0, false, err
 			}
 		}
 	}
-	out := make([]agentRecord, 0, len(prs))
+	recs = make([]agentRecord, 0, len(prs))
 	for _, p := range prs {
-		out = append(out, toAgent(p, roles[p.ID], s.log))
+		recs = append(recs, toAgent(p, roles[p.ID], s.log))
 	}
-	return out, nil
+	return recs, matches, true, nil
 }
 
 // FreePeriods returns the agent's free time in [from, to): the free Slots
@@ -384,25 +436,32 @@ func hasReference(refs []reference, typ, id string) bool {
 	return false
 }
 
-// ListAppointments lists appointments. The filters go to the server
-// (actor=Practitioner/…, status as a comma list of the FHIR codes that map
-// to the internal status, date=ge/lt) and are checked again here; the
-// patient's e-mail (of the contained Patient) is matched here only,
-// ignoring case, and so is status pending (an unknown FHIR status reads as
-// pending, and no code finds it on the server). Appointments are sorted by
-// start, then id.
+// ListAppointments lists appointments, in the server's order. The
+// filters go to the server (actor=Practitioner/…, status as a comma list
+// of the FHIR codes that map to the internal status, date=ge/lt) and are
+// checked again here; the patient's e-mail (of the contained Patient) is
+// matched here only, ignoring case, and so is status pending (an unknown
+// FHIR status reads as pending, and no code finds it on the server).
+//
+// Without e-mail or pending, the server pages: one search for the page
+// asked (_count, _offset, _total=accurate) and totalCount is its
+// Bundle.total. When the server does not page that way, or the page holds
+// an appointment the check here drops (the server ignored a filter), and
+// with e-mail or pending, every match is read (at most MaxScan) and
+// filtered and paged here. A listing is exact or an error.
 func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
-	q := url.Values{"_count": {strconv.Itoa(MaxPageSize)}}
+	page, limit := pageBounds(f.Page, f.Limit)
+	q := url.Values{}
 	if f.AgentID != "" {
 		if !validID(f.AgentID) {
-			return paginate[ehr.Appointment](nil, f.Page, f.Limit), nil
+			return paginate[ehr.Appointment](nil, page, limit), nil
 		}
 		q.Set("actor", "Practitioner/"+f.AgentID)
 	}
 	if f.Status != "" {
 		codes := fhirStatusCodes(f.Status)
 		if len(codes) == 0 {
-			return paginate[ehr.Appointment](nil, f.Page, f.Limit), nil
+			return paginate[ehr.Appointment](nil, page, limit), nil
 		}
 		// Pending is also what an unknown code reads as: those are only
 		// found by filtering here.
@@ -417,9 +476,11 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 		q.Add("date", "lt"+searchTime(f.To, true))
 	}
 	email := strings.TrimSpace(f.PatientEmail)
-	var items []ehr.Appointment
-	seen := map[string]bool{}
-	if _, err := s.searchAll(ctx, "Appointment", q, func(e entry) error {
+	var (
+		items   []ehr.Appointment
+		dropped bool
+	)
+	visit := func(e entry) error {
 		if e.typ != "Appointment" || e.mode == "include" {
 			return nil
 		}
@@ -427,15 +488,10 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 		if err := json.Unmarshal(e.raw, &ap); err != nil {
 			return s.bad(fmt.Sprintf("entry %d is not a valid Appointment", e.index), err)
 		}
-		if !validID(ap.ID) || seen[ap.ID] {
-			return nil
-		}
-		seen[ap.ID] = true
-		if f.AgentID != "" && !holdsAgent(ap, f.AgentID) {
-			return nil
-		}
 		a := toAppointment(ap, s.c.http.Name(), s.log)
 		switch {
+		case !validID(ap.ID):
+		case f.AgentID != "" && !holdsAgent(ap, f.AgentID):
 		case f.Status != "" && a.Status != f.Status:
 		case !f.From.IsZero() && (a.Start.IsZero() || a.Start.Before(f.From)):
 		case !f.To.IsZero() && (a.Start.IsZero() || !a.Start.Before(f.To)):
@@ -445,15 +501,26 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 				a.AgentID = f.AgentID // the one asked for, should there be two
 			}
 			items = append(items, a)
+			return nil
 		}
+		dropped = true
 		return nil
-	}); err != nil {
+	}
+	if email == "" && f.Status != ehr.StatusPending {
+		total, ok, _, err := s.searchPage(ctx, "Appointment", q, (page-1)*limit, limit, visit)
+		if err != nil {
+			return ehr.Page[ehr.Appointment]{}, err
+		}
+		if ok && !dropped {
+			return ehr.Page[ehr.Appointment]{Items: append([]ehr.Appointment{}, items...), TotalCount: total, Page: page, Limit: limit}, nil
+		}
+		items = nil
+	}
+	q.Set("_count", strconv.Itoa(MaxPageSize))
+	if _, err := s.searchAll(ctx, "Appointment", q, visit); err != nil {
 		return ehr.Page[ehr.Appointment]{}, err
 	}
-	slices.SortFunc(items, func(a, b ehr.Appointment) int {
-		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID))
-	})
-	return paginate(items, f.Page, f.Limit), nil
+	return paginate(items, page, limit), nil
 }
 
 // GetAppointment reads Appointment/id.
@@ -691,75 +758,6 @@ func (s *Scheduler) readAppointment(ctx context.Context, id string) (map[string]
 	return raw, ap, etag, nil
 }
 
-// entry is one resource of a search answer; index is its place in the
-// page, for messages.
-type entry struct {
-	typ, mode string
-	raw       json.RawMessage
-	index     int
-}
-
-// searchAll GETs typ?q and follows the Bundle's next links for at most
-// MaxPages pages, handing each resource entry (search mode match or
-// include; OperationOutcome entries are skipped) to visit. It returns the
-// HTTP status of an answer that failed (0 for other failures).
-func (s *Scheduler) searchAll(ctx context.Context, typ string, q url.Values, visit func(entry) error) (int, error) {
-	target := s.c.http.URL("/"+typ, q)
-	seenPage := map[string]bool{}
-	for range MaxPages {
-		if err := ctx.Err(); err != nil {
-			return 0, s.c.contextError(err)
-		}
-		seenPage[target] = true
-		resp, body, err := s.do(ctx, http.MethodGet, target, nil, nil)
-		if err != nil {
-			if resp != nil {
-				return resp.StatusCode, err
-			}
-			return 0, err
-		}
-		b, err := readBundle(body)
-		if err != nil {
-			return 0, s.badDecode(err)
-		}
-		for i, e := range b.Entry {
-			if e.Search.Mode == "outcome" || len(e.Resource) == 0 || string(e.Resource) == "null" {
-				continue
-			}
-			var hdr resourceHeader
-			if err := json.Unmarshal(e.Resource, &hdr); err != nil {
-				return 0, s.bad(fmt.Sprintf("entry %d is not a FHIR resource", i), err)
-			}
-			if hdr.ResourceType == "OperationOutcome" {
-				continue
-			}
-			if err := visit(entry{typ: hdr.ResourceType, mode: e.Search.Mode, raw: e.Resource, index: i}); err != nil {
-				return 0, err
-			}
-		}
-		next := b.next()
-		if next == "" {
-			return 0, nil
-		}
-		base, err := url.Parse(target)
-		if resp.Request != nil && resp.Request.URL != nil {
-			base, err = resp.Request.URL, nil // after redirects
-		}
-		if err != nil {
-			return 0, s.bad("its page URL is not valid", err)
-		}
-		if target, err = resolveNext(base, next); err != nil {
-			return 0, s.bad("its next link is not a valid URL", err)
-		}
-		if seenPage[target] {
-			return 0, nil // a link loop: what we have is all there is
-		}
-	}
-	s.log.Warn("fhir: search cut at the page bound", slog.String("ehr", s.c.http.Name()),
-		slog.String("resource", typ), slog.Int("pages", MaxPages))
-	return 0, nil
-}
-
 // do sends one request (with body as application/fhir+json when not nil,
 // replayable by the Doer's retries) and returns the answer as exchange
 // does: on a non-2xx status a *core.Error with resp to look at.
@@ -867,24 +865,6 @@ func searchTime(t time.Time, up bool) string {
 		r = r.Add(time.Second)
 	}
 	return r.Format("2006-01-02T15:04:05Z")
-}
-
-// paginate returns page (1 when < 1) of items, limit a page (ehr's
-// default when < 1, at most ehr.MaxLimit). Items is never nil.
-func paginate[T any](items []T, page, limit int) ehr.Page[T] {
-	if page < 1 {
-		page = 1
-	}
-	if limit < 1 {
-		limit = ehr.DefaultLimit
-	}
-	limit = min(limit, ehr.MaxLimit)
-	out := ehr.Page[T]{Items: []T{}, TotalCount: len(items), Page: page, Limit: limit}
-	if page-1 < (len(items)+limit-1)/limit {
-		start := (page - 1) * limit
-		out.Items = append(out.Items, items[start:min(start+limit, len(items))]...)
-	}
-	return out
 }
 
 // newUUID returns a random (version 4) UUID.

@@ -54,6 +54,10 @@
 // SearchPatients every protocol error is KindBadGateway (the
 // PatientSearcher port's kinds). Messages name the EHR system, never a
 // credential.
+//
+// With Config.Metrics set, the client reports its link's state (up when a
+// link is open, down from New and after a drop), each link opened after
+// the first (a reconnection) and its breaker's state.
 package wsbot
 
 import (
@@ -133,6 +137,21 @@ type Config struct {
 	// attempts, breaker changes, unknown statuses); the caller adds the
 	// component and system attributes. nil → discard.
 	Logger *slog.Logger
+	// Metrics receives the link's state, the reconnections and the
+	// breaker's state; the caller binds them to the system. nil: none.
+	Metrics Metrics
+}
+
+// Metrics receives what a Client measures of its link. Implementations
+// must be safe for concurrent use and must not block.
+type Metrics interface {
+	// LinkUp records whether a link is open (New reports false).
+	LinkUp(up bool)
+	// Reconnect records a link opened after the first one.
+	Reconnect()
+	// BreakerState records the circuit breaker's state: 0 closed,
+	// 1 half-open, 2 open (New reports closed).
+	BreakerState(state int)
 }
 
 // Client talks to one bot. It is safe for concurrent use; Close releases
@@ -150,6 +169,7 @@ type Client struct {
 	dialer       *websocket.Dialer
 	cb           *gobreaker.CircuitBreaker[json.RawMessage]
 	log          *slog.Logger
+	metrics      Metrics // nil: none
 	idPrefix     string
 	seq          atomic.Uint64
 
@@ -158,6 +178,7 @@ type Client struct {
 	cur      *link    // the live link, or nil
 	dial     *dialing // the connection attempt under way, or nil
 	failures int      // failed attempts (and links dropped before any answer) in a row
+	linked   bool     // a link was opened once: the next ones are reconnections
 	nextDial time.Time
 	lastErr  error // the last attempt's failure
 	wg       sync.WaitGroup
@@ -210,6 +231,7 @@ func New(cfg Config) (*Client, error) {
 		backoffMax:   def(DefaultBackoffMax, cfg.BackoffMax),
 		header:       cfg.Header,
 		log:          cfg.Logger,
+		metrics:      cfg.Metrics,
 	}
 	if c.searchAction == "" {
 		c.searchAction = DefaultSearchAction
@@ -245,9 +267,27 @@ func New(cfg Config) (*Client, error) {
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			c.log.Warn("wsbot circuit breaker changed state", "from", from.String(), "to", to.String())
+			if c.metrics != nil {
+				c.metrics.BreakerState(breakerState(to))
+			}
 		},
 	})
+	if c.metrics != nil {
+		c.metrics.LinkUp(false)
+		c.metrics.BreakerState(0)
+	}
 	return c, nil
+}
+
+// breakerState is a gobreaker state as Metrics.BreakerState receives it.
+func breakerState(s gobreaker.State) int {
+	switch s {
+	case gobreaker.StateOpen:
+		return 2
+	case gobreaker.StateHalfOpen:
+		return 1
+	}
+	return 0
 }
 
 func (cfg Config) validate() error {
@@ -345,7 +385,7 @@ func (c *Client) logFailure(ctx context.Context, action string, err error, took 
 		code = ce.Code
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "wsbot call failed", slog.String("action", clip(action)),
-		slog.String("code", code), slog.Int64("duration_ms", took.Milliseconds()))
+		slog.String("code", code), durationMS(took))
 }
 
 // exchange is call without the log line.
@@ -628,6 +668,13 @@ func (c *Client) runDial(ctx context.Context, d *dialing) {
 	}
 	l := newLink(c, ws)
 	c.cur = l
+	if c.metrics != nil {
+		c.metrics.LinkUp(true)
+		if c.linked {
+			c.metrics.Reconnect()
+		}
+	}
+	c.linked = true
 	c.wg.Add(2)
 	go l.readLoop()
 	go l.writeLoop()
@@ -662,6 +709,10 @@ func (c *Client) backoff(n int) time.Duration {
 func (c *Client) linkDead(l *link, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.metrics != nil && (c.cur == l || c.cur == nil) {
+		// A newer link may be up already: only this one's end is told.
+		c.metrics.LinkUp(false)
+	}
 	if c.cur == l {
 		c.cur = nil
 	}
@@ -756,3 +807,9 @@ func (e *peerError) Error() string {
 
 // clip makes upstream text fit for an error message.
 func clip(s string) string { return ehr.ClipText(s, maxDetail) }
+
+// durationMS is the duration_ms attribute of a log line: d in milliseconds,
+// a number with microsecond precision (as ehrhttp's and the access log's).
+func durationMS(d time.Duration) slog.Attr {
+	return slog.Float64("duration_ms", float64(d.Microseconds())/1000)
+}

@@ -25,9 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/carebridge/carebridge/core/storage"
 )
@@ -67,6 +69,7 @@ func TestObjectStore(t *testing.T, newStore func(t *testing.T) storage.ObjectSto
 	t.Run("Get_MissingObjectIsObjectNotFound", s.getMissing)
 	t.Run("Delete_RemovesTheObject", s.deleteRemoves)
 	t.Run("Delete_MissingObjectIsNotAnError", s.deleteMissing)
+	t.Run("List_NamesEveryObjectWithItsTime", s.listObjects)
 }
 
 type suite struct {
@@ -597,4 +600,51 @@ func (c *cancellingReader) Read(p []byte) (int, error) {
 		c.cancel()
 	}
 	return n, err
+}
+
+func (s suite) listObjects(t *testing.T) {
+	ctx := t.Context()
+	st := s.setup(t)
+	before := time.Now().Add(-time.Minute) // stores keep times to the second
+	names := []string{freshName(t), freshName(t), "nested/" + freshName(t)}
+	for _, n := range names {
+		mustPut(t, st, storage.ContainerUploads, n, []byte("listed"))
+	}
+	gone := freshName(t)
+	mustPut(t, st, storage.ContainerUploads, gone, []byte("deleted"))
+	if err := st.Delete(ctx, storage.ContainerUploads, gone); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Add(time.Minute)
+	seen := map[string]time.Time{}
+	if err := st.List(ctx, storage.ContainerUploads, func(name string, modified time.Time) error {
+		if _, dup := seen[name]; dup {
+			t.Errorf("%s listed twice", name)
+		}
+		seen[name] = modified
+		return nil
+	}); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, n := range names {
+		m, ok := seen[n]
+		if !ok {
+			t.Errorf("%s not listed (got %d names)", n, len(seen))
+		} else if m.Before(before) || m.After(after) {
+			t.Errorf("%s modified %v, want between %v and %v", n, m, before, after)
+		}
+	}
+	if _, ok := seen[gone]; ok {
+		t.Errorf("deleted %s listed", gone)
+	}
+	for n := range seen {
+		if strings.Contains(n, ".tmp") || strings.HasPrefix(path.Base(n), ".") {
+			t.Errorf("a temporary file is listed: %s", n)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := st.List(ctx, storage.ContainerUploads, func(string, time.Time) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("List with a failing fn: %v after %d calls", err, calls)
+	}
 }

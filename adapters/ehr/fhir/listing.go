@@ -1,0 +1,301 @@
+package fhir
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+// MaxScan bounds the resources one search of the scheduler reads when it
+// walks every page (a listing with a filter the server cannot apply, the
+// slots and appointments of a calendar). A search that matches more is
+// answered as an error (code ehr_listing_inexact), never cut short.
+const MaxScan = 10_000
+
+// maxScanPages bounds the pages of one search (a server that sends few
+// resources a page, or pages without end).
+const maxScanPages = 500
+
+// Codes of the upstream errors of a paged search (all KindBadGateway).
+const (
+	// CodeListingInexact: the listing cannot be answered exactly (more
+	// matches than MaxScan to filter in the adapter).
+	CodeListingInexact = "ehr_listing_inexact"
+	// CodePagingForeignHost: a next link points to another host.
+	CodePagingForeignHost = "ehr_paging_foreign_host"
+	// CodePagingLoop: a next link leads back to a page already read, or a
+	// page without entries links to a next one.
+	CodePagingLoop = "ehr_paging_loop"
+	// CodePagingRepeat: a resource came twice in the matches of a search.
+	CodePagingRepeat = "ehr_paging_repeat"
+	// CodeTotalMismatch: Bundle.total disagrees with the entries.
+	CodeTotalMismatch = "ehr_total_mismatch"
+)
+
+// entry is one resource of a search answer; index is its place in the
+// page, for messages.
+type entry struct {
+	typ, id, mode string
+	raw           json.RawMessage
+	index         int
+}
+
+// matched reports whether e is a match of the search (not an include).
+func (e entry) matched() bool { return e.mode != "include" }
+
+func (s *Scheduler) paging(code, what string) *core.Error {
+	return &core.Error{Kind: core.KindBadGateway, Code: code, Message: s.c.http.Name() + " " + what}
+}
+
+// searchPages GETs typ?q and follows the Bundle's next links (on the
+// host of the first request only), handing each page's total and resource
+// entries (OperationOutcome entries left out) to page, until page returns
+// false or there is no next link. A next link back to a page already read,
+// or a page without entries that links to another, is an error; so is a
+// next link to another host. It returns the HTTP status of an answer that
+// failed (0 for other failures).
+func (s *Scheduler) searchPages(ctx context.Context, typ string, q url.Values,
+	page func(b bundle, entries []entry) (bool, error)) (int, error) {
+	target := s.c.http.URL("/"+typ, q)
+	first, err := url.Parse(target)
+	if err != nil {
+		return 0, s.c.upstream("ehr_error", "has an invalid URL", err)
+	}
+	seenPage := map[string]bool{}
+	pages := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, s.c.contextError(err)
+		}
+		seenPage[target] = true
+		resp, body, err := s.do(ctx, http.MethodGet, target, nil, nil)
+		if err != nil {
+			if resp != nil {
+				return resp.StatusCode, err
+			}
+			return 0, err
+		}
+		b, err := readBundle(body)
+		if err != nil {
+			return 0, s.badDecode(err)
+		}
+		entries := make([]entry, 0, len(b.Entry))
+		for i, e := range b.Entry {
+			if e.Search.Mode == "outcome" || len(e.Resource) == 0 || string(e.Resource) == "null" {
+				continue
+			}
+			var hdr resourceHeader
+			if err := json.Unmarshal(e.Resource, &hdr); err != nil {
+				return 0, s.bad(fmt.Sprintf("entry %d is not a FHIR resource", i), err)
+			}
+			if hdr.ResourceType == "OperationOutcome" {
+				continue
+			}
+			entries = append(entries, entry{typ: hdr.ResourceType, id: hdr.ID, mode: e.Search.Mode, raw: e.Resource, index: i})
+		}
+		more, err := page(b, entries)
+		if err != nil || !more {
+			return 0, err
+		}
+		next := b.next()
+		if next == "" {
+			return 0, nil
+		}
+		if pages++; pages >= maxScanPages {
+			return 0, s.paging(CodeListingInexact, fmt.Sprintf("needs more than %d pages for this %s search; narrow the filter", maxScanPages, typ))
+		}
+		if len(entries) == 0 {
+			return 0, s.paging(CodePagingLoop, "answered a search page without entries that links to a next page")
+		}
+		base, err := url.Parse(target)
+		if resp.Request != nil && resp.Request.URL != nil {
+			base, err = resp.Request.URL, nil // after redirects
+		}
+		if err != nil {
+			return 0, s.bad("its page URL is not valid", err)
+		}
+		if target, err = resolveNext(base, next); err != nil {
+			return 0, s.bad("its next link is not a valid URL", err)
+		}
+		if u, err := url.Parse(target); err != nil || u.Scheme != first.Scheme || u.Host != first.Host {
+			return 0, s.paging(CodePagingForeignHost, "sent a next link to another host; it is not followed")
+		}
+		if seenPage[target] {
+			return 0, s.paging(CodePagingLoop, fmt.Sprintf("sent a next link back to a %s page already read", typ))
+		}
+	}
+}
+
+// searchAll reads every page of typ?q, handing each resource entry to
+// visit. The search is exact or an error: more than MaxScan matches (by
+// Bundle.total or by count) is CodeListingInexact, a match that comes
+// twice CodePagingRepeat, and a Bundle.total other than the matches read
+// CodeTotalMismatch. It returns the HTTP status of an answer that failed
+// (0 for other failures).
+func (s *Scheduler) searchAll(ctx context.Context, typ string, q url.Values, visit func(entry) error) (int, error) {
+	seen := map[string]bool{}
+	var total *int
+	status, err := s.searchPages(ctx, typ, q, func(b bundle, entries []entry) (bool, error) {
+		if t := b.Total; total == nil && t != nil {
+			if *t > MaxScan {
+				return false, s.tooLarge(typ, *t)
+			}
+			total = t
+		} else if total != nil && t != nil && *t != *total {
+			return false, s.paging(CodeTotalMismatch, fmt.Sprintf("changed the total of a %s search from %d to %d between pages", typ, *total, *t))
+		}
+		for _, e := range entries {
+			if e.matched() && e.typ == typ && e.id != "" {
+				if seen[e.id] {
+					return false, s.paging(CodePagingRepeat, fmt.Sprintf("sent %s %s twice in one search", typ, clipN(e.id, 64)))
+				}
+				if seen[e.id] = true; len(seen) > MaxScan {
+					return false, s.tooLarge(typ, len(seen))
+				}
+			}
+			if err := visit(e); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return status, err
+	}
+	if total != nil && *total != len(seen) {
+		return 0, s.paging(CodeTotalMismatch, fmt.Sprintf("gave a %s search a total of %d but sent %d matches", typ, *total, len(seen)))
+	}
+	return 0, nil
+}
+
+func (s *Scheduler) tooLarge(typ string, n int) *core.Error {
+	return s.paging(CodeListingInexact, fmt.Sprintf("holds %d %s resources for this listing; with this filter at most %d can be listed exactly: narrow it", n, typ, MaxScan))
+}
+
+// searchPage asks the server for one page of typ?q — limit matches from
+// offset, with _count, _offset and _total=accurate — following next links
+// while the server sends fewer matches a page than asked, and hands each
+// entry of it to visit. ok is false, and nothing is wrong, when the server
+// does not answer that way (no Bundle.total, or more matches than asked):
+// the caller then lists by searchAll. A total that changes between pages
+// or disagrees with the matches sent, or a match sent twice, is an error.
+func (s *Scheduler) searchPage(ctx context.Context, typ string, q url.Values, offset, limit int,
+	visit func(entry) error) (total int, ok bool, status int, err error) {
+	pq := url.Values{}
+	for k, v := range q {
+		pq[k] = v
+	}
+	pq.Set("_count", strconv.Itoa(limit))
+	pq.Set("_offset", strconv.Itoa(offset))
+	pq.Set("_total", "accurate")
+	seen := map[string]bool{}
+	first := true
+	status, err = s.searchPages(ctx, typ, pq, func(b bundle, entries []entry) (bool, error) {
+		t := b.Total
+		if first {
+			first = false
+			if t == nil || *t < 0 || !applied(b, q) {
+				return false, nil
+			}
+			total, ok = *t, true
+		} else if t != nil && *t != total {
+			return false, s.paging(CodeTotalMismatch, fmt.Sprintf("changed the total of a %s search from %d to %d between pages", typ, total, *t))
+		}
+		n := 0
+		for _, e := range entries {
+			if e.matched() && e.typ == typ {
+				n++
+			}
+		}
+		if len(seen) == 0 && n > limit {
+			ok = false // it ignores _count (and so, likely, _offset)
+			return false, nil
+		}
+		for _, e := range entries {
+			if e.matched() && e.typ == typ {
+				if len(seen) == limit {
+					continue // a later page of the server's size: the rest is the next page's
+				}
+				if seen[e.id] {
+					return false, s.paging(CodePagingRepeat, fmt.Sprintf("sent %s %s twice in one page", typ, clipN(e.id, 64)))
+				}
+				seen[e.id] = true
+			}
+			if err := visit(e); err != nil {
+				return false, err
+			}
+		}
+		return len(seen) < limit, nil
+	})
+	if err != nil || !ok {
+		return 0, false, status, err
+	}
+	if want := min(max(total-offset, 0), limit); len(seen) != want {
+		return 0, false, 0, s.paging(CodeTotalMismatch, fmt.Sprintf(
+			"gave a %s search a total of %d but sent %d matches from offset %d (%d expected)", typ, total, len(seen), offset, want))
+	}
+	return total, true, 0, nil
+}
+
+// applied reports whether the server applied every search parameter of
+// q, by its self link: FHIR has the self link express the parameters the
+// server actually used, and a server leaves out those it ignored. A bundle
+// without a self link is taken at its word.
+func applied(b bundle, q url.Values) bool {
+	self := ""
+	for _, l := range b.Link {
+		if l.Relation == "self" {
+			self = strings.TrimSpace(l.URL)
+		}
+	}
+	if self == "" {
+		return true
+	}
+	u, err := url.Parse(self)
+	if err != nil {
+		return false
+	}
+	used := u.Query()
+	for k, vs := range q {
+		if strings.HasPrefix(k, "_") {
+			continue // paging and includes: checked by their answer
+		}
+		for _, v := range vs {
+			if !slices.Contains(used[k], v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pageBounds returns page (1 when < 1) and limit (ehr's default when < 1,
+// at most ehr.MaxLimit).
+func pageBounds(page, limit int) (int, int) {
+	if page < 1 {
+		page = 1
+	}
+	if limit < 1 {
+		limit = ehr.DefaultLimit
+	}
+	return page, min(limit, ehr.MaxLimit)
+}
+
+// paginate returns page of items (see pageBounds). Items is never nil.
+func paginate[T any](items []T, page, limit int) ehr.Page[T] {
+	page, limit = pageBounds(page, limit)
+	out := ehr.Page[T]{Items: []T{}, TotalCount: len(items), Page: page, Limit: limit}
+	if page-1 < (len(items)+limit-1)/limit {
+		start := (page - 1) * limit
+		out.Items = append(out.Items, items[start:min(start+limit, len(items))]...)
+	}
+	return out
+}
