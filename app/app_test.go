@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/redis"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/test/pgtest"
+	"github.com/carebridge/carebridge/test/testenv"
 )
 
 // New builds the database pool, the object store, Redis, an EHR link and
@@ -86,8 +88,8 @@ func TestIntegrationNew_ClosesWhatItBuiltWhenALaterStepFails(t *testing.T) {
 }
 
 // redisTestURL is the test Redis server's URL with a client name of its
-// own, so its connections can be told apart; it skips when Redis is
-// unreachable outside CI.
+// own, so its connections can be told apart; an unreachable Redis skips
+// the test, or fails it when CI is set.
 func redisTestURL(t *testing.T) (string, string) {
 	t.Helper()
 	raw := os.Getenv("REDISTEST_URL")
@@ -97,10 +99,7 @@ func redisTestURL(t *testing.T) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := redisClient(t, raw).Ping(ctx).Err(); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("Redis unreachable (%v); `make test` starts it", err)
-		}
-		t.Fatalf("Redis unreachable: %v", err)
+		testenv.Missing(t, fmt.Sprintf("Redis at %s unreachable (%v)", raw, err), "run make test, which starts it (scripts/ensure-services.sh)")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -212,9 +212,9 @@ func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
 // newRoleWorld is newWorld whose apps connect as an unprivileged role that
 // owns the database, as the service does in production; w.db is the
 // superuser's pool.
-func newRoleWorld(t *testing.T) (*world, string) {
+func newRoleWorld(t *testing.T, opts ...worldOption) (*world, string) {
 	t.Helper()
-	w := newWorld(t)
+	w := newWorld(t, opts...)
 	adminURL, serviceURL, role := pgtest.NewWithRole(t)
 	w.dbURL = serviceURL
 	db, err := pgxpool.New(context.Background(), adminURL)
@@ -227,7 +227,7 @@ func newRoleWorld(t *testing.T) (*world, string) {
 }
 
 func TestAudit_NothingIsAnsweredOrChangedWhenTheTrailCannotBeWritten(t *testing.T) {
-	w, role := newRoleWorld(t)
+	w, role := newRoleWorld(t, withS3)
 	ehrA := newFakeEHR(t, "clinica", fhirPatient("a-1", markFamily, markGiven, markBirth, markMRN))
 	bot := wsbottest.Start(t)
 	bot.AddAgent(drAna, workdays(5))

@@ -22,7 +22,7 @@ func sha(b []byte) string {
 }
 
 func TestBlob_PlainLifecycle(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	alice := w.token("alice")
 
@@ -87,7 +87,7 @@ func TestBlob_PlainLifecycle(t *testing.T) {
 }
 
 func TestBlob_EncryptedAtRestDecryptedOnDownload(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	alice := w.token("alice")
 
@@ -119,7 +119,7 @@ func TestBlob_EncryptedAtRestDecryptedOnDownload(t *testing.T) {
 }
 
 func TestBlob_PreviousKeyStillDecryptsAfterRotation(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	old := w.start(nil)
 	alice := w.token("alice")
 	r := old.upload(alice, fileFields("r.pdf", "application/pdf", pdf, field{"isEncrypted", "true"})...)
@@ -145,7 +145,7 @@ func TestBlob_PreviousKeyStillDecryptsAfterRotation(t *testing.T) {
 }
 
 func TestBlob_TamperedCiphertextIsNeverServed(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	alice := w.token("alice")
 	r := s.upload(alice, fileFields("r.pdf", "application/pdf", pdf, field{"isEncrypted", "true"})...)
@@ -195,7 +195,7 @@ func flip(b []byte, i int) []byte {
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 func TestBlob_BadInputIsRefusedAndLeavesNothing(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	noKey := w.start(func(c *app.Config) { c.EncryptionKey, c.EncryptionKeyID = nil, "" })
 	alice := w.token("alice")
@@ -252,7 +252,7 @@ func TestBlob_BadInputIsRefusedAndLeavesNothing(t *testing.T) {
 }
 
 func TestBlob_TokensAreChecked(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	expired := w.issuer.Token(t, "alice", audience, -time.Minute)
 	claims := w.issuer.Claims("alice", audience, time.Hour)
@@ -283,7 +283,7 @@ func TestBlob_TokensAreChecked(t *testing.T) {
 }
 
 func TestBlob_OwnershipHidesOthersFiles(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	alice, bob, owner := w.token("alice"), w.token("bob"), w.token("owner")
 	loc := w.seedLocation("owner")

@@ -177,7 +177,7 @@ func TestBusiness_ReadAndEdit(t *testing.T) {
 }
 
 func TestLocation_CreateListUpdateWithLogo(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	id := w.createBusiness("owner")
 	tok := w.token("owner")
@@ -224,7 +224,7 @@ func TestLocation_CreateListUpdateWithLogo(t *testing.T) {
 }
 
 func TestLocation_FailedCreateLeavesNothing(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	id := w.createBusiness("owner")
 	tok := w.token("owner")

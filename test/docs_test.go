@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carebridge/carebridge/test/testenv"
 )
 
 // The browser of the docs test: `make test` sets both from
@@ -34,10 +36,7 @@ func docsBrowser(t *testing.T) (chromium, playwright string) {
 	t.Helper()
 	chromium, playwright = os.Getenv(envChromium), os.Getenv(envPlaywright)
 	if chromium == "" || playwright == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(envChromium + " or " + envPlaywright + " not set (CI): run the tests through make test, which installs the browser")
-		}
-		t.Skip(envChromium + " or " + envPlaywright + " not set; run make test")
+		testenv.Missing(t, "browser: "+envChromium+" or "+envPlaywright+" not set", "run make test, which installs it (scripts/install-browser.sh)")
 	}
 	if _, err := os.Stat(filepath.Join(playwright, "node_modules", "playwright-core", "package.json")); err != nil {
 		t.Fatalf("%s=%s has no playwright-core (run scripts/install-browser.sh): %v", envPlaywright, playwright, err)

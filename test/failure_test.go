@@ -23,7 +23,7 @@ func (failingInsert) Insert(context.Context, *storage.Blob) error {
 }
 
 func TestIntegrationUpload_FailureBetweenObjectAndRowLeavesNothing(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	ctx := context.Background()
 	db, err := postgres.New(ctx, w.dbURL)
 	if err != nil {

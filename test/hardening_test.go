@@ -13,7 +13,7 @@ import (
 )
 
 func TestHardening_StalledUploadIsCutOffWithoutBlockingOthers(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(func(c *app.Config) { c.StallTimeout = 300 * time.Millisecond })
 	alice := w.token("alice")
 

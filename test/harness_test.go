@@ -1,6 +1,7 @@
 // Package test holds the end-to-end tests: the real app on port 0 with real
-// PostgreSQL, a real S3-compatible server (versitygw) and an OIDC issuer
-// over HTTP, spoken to only through HTTP.
+// PostgreSQL, an OIDC issuer over HTTP and, for the tests that ask for it
+// (newWorld(t, withS3)), a real S3-compatible server (versitygw), spoken to
+// only through HTTP.
 package test
 
 import (
@@ -30,33 +31,59 @@ import (
 
 const audience = "carebridge-e2e"
 
-// world is what the apps of one test share: a database, an S3 server and
-// an issuer.
+// world is what the apps of one test share: a database, an issuer and a
+// blob store: a directory (file://), or an S3 server with withS3.
 type world struct {
-	t      *testing.T
-	dbURL  string
-	db     *pgxpool.Pool
-	s3     s3.Config
-	raw    *awss3.Client
-	issuer *oidctest.Issuer
+	t          *testing.T
+	dbURL      string
+	db         *pgxpool.Pool
+	storageURL string        // the apps' CLOUD_STORAGE_CONNECTION_STRING
+	s3         s3.Config     // set by withS3
+	raw        *awss3.Client // set by withS3: the S3 server's client, behind the app's back
+	issuer     *oidctest.Issuer
 }
 
-func newWorld(t *testing.T) *world {
-	t.Helper()
-	w := &world{t: t, dbURL: pgtest.New(t), s3: s3test.Start(t), issuer: oidctest.New(t)}
-	var err error
-	w.db, err = pgxpool.New(context.Background(), w.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.db.Close)
+// worldOption adds to a world.
+type worldOption func(*world)
+
+// withS3 puts the world's blobs on a real S3 server (versitygw), started
+// for this test, and gives the test a raw client to it (objects, object,
+// replaceObject). Without it the apps store blobs in a temporary directory
+// and no S3 server is started.
+func withS3(w *world) {
+	w.t.Helper()
+	w.s3 = s3test.Start(w.t)
+	w.storageURL = w.s3.ConnectionString()
 	w.raw = awss3.New(awss3.Options{
 		Region:       w.s3.Region,
 		BaseEndpoint: aws.String("http://" + w.s3.Endpoint),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(w.s3.AccessKey, w.s3.SecretKey, ""),
 	})
+}
+
+func newWorld(t *testing.T, opts ...worldOption) *world {
+	t.Helper()
+	w := &world{t: t, dbURL: pgtest.New(t), storageURL: "file://" + t.TempDir(), issuer: oidctest.New(t)}
+	for _, o := range opts {
+		o(w)
+	}
+	var err error
+	w.db, err = pgxpool.New(context.Background(), w.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.db.Close)
 	return w
+}
+
+// s3Client is the raw S3 client of a world made withS3.
+func (w *world) s3Client() *awss3.Client {
+	w.t.Helper()
+	if w.raw == nil {
+		w.t.Fatal("this test reads the S3 server behind the app's back: make its world with newWorld(t, withS3)")
+	}
+	return w.raw
 }
 
 // server is one running app.
@@ -81,7 +108,7 @@ func (w *world) startLogging(out io.Writer, edit func(*app.Config)) *server {
 	cfg := app.Config{
 		HTTPAddr:        "127.0.0.1:0",
 		DatabaseURL:     w.dbURL,
-		StorageURL:      w.s3.ConnectionString(),
+		StorageURL:      w.storageURL,
 		EncryptionKey:   key(1),
 		EncryptionKeyID: "k1",
 		MaxUploadBytes:  4 << 20,
@@ -232,7 +259,7 @@ func (w *world) objects() int {
 	w.t.Helper()
 	n := 0
 	for _, c := range storage.Containers {
-		out, err := w.raw.ListObjectsV2(context.Background(), &awss3.ListObjectsV2Input{Bucket: aws.String(w.s3.BucketPrefix + string(c))})
+		out, err := w.s3Client().ListObjectsV2(context.Background(), &awss3.ListObjectsV2Input{Bucket: aws.String(w.s3.BucketPrefix + string(c))})
 		if err != nil {
 			w.t.Fatalf("list %s: %v", c, err)
 		}
@@ -244,7 +271,7 @@ func (w *world) objects() int {
 // object reads a stored object as it sits in the store.
 func (w *world) object(container, name string) []byte {
 	w.t.Helper()
-	out, err := w.raw.GetObject(context.Background(), &awss3.GetObjectInput{Bucket: aws.String(w.s3.BucketPrefix + container), Key: aws.String(name)})
+	out, err := w.s3Client().GetObject(context.Background(), &awss3.GetObjectInput{Bucket: aws.String(w.s3.BucketPrefix + container), Key: aws.String(name)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -259,7 +286,7 @@ func (w *world) object(container, name string) []byte {
 // replaceObject overwrites a stored object behind the service's back.
 func (w *world) replaceObject(container, name string, b []byte) {
 	w.t.Helper()
-	_, err := w.raw.PutObject(context.Background(), &awss3.PutObjectInput{Bucket: aws.String(w.s3.BucketPrefix + container), Key: aws.String(name), Body: bytes.NewReader(b)})
+	_, err := w.s3Client().PutObject(context.Background(), &awss3.PutObjectInput{Bucket: aws.String(w.s3.BucketPrefix + container), Key: aws.String(name), Body: bytes.NewReader(b)})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // Two instances sweep at once: each orphan object goes once, and no object
 // with an entry goes.
 func TestIntegrationSweep_TwoInstancesAtOnce(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, withS3)
 	s := w.start(nil)
 	tok := w.token("alice")
 	var kept []string

@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/carebridge/carebridge/test/testenv"
 )
 
 // DefaultTestURL is the server the tests use when REDISTEST_URL is unset;
@@ -40,10 +43,7 @@ func newCache(t testing.TB, key []byte) *Cache {
 	defer cancel()
 	c, err := New(ctx, testURL(), key)
 	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("Redis unreachable (%v); `make test` starts it", err)
-		}
-		t.Fatalf("Redis unreachable: %v", err)
+		testenv.Missing(t, fmt.Sprintf("Redis at %s unreachable (%v)", testURL(), err), "run make test, which starts it (scripts/ensure-services.sh)")
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c

@@ -36,6 +36,7 @@ import (
 
 	"github.com/carebridge/carebridge/adapters/ehr/fhir"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/test/testenv"
 )
 
 // EnvDir names the environment variable that holds the install directory
@@ -102,10 +103,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	dir := os.Getenv(EnvDir)
 	if dir == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(EnvDir + " not set (CI): run the tests through make test, which installs the FHIR server")
-		}
-		t.Skip(EnvDir + " not set; run make test")
+		testenv.Missing(t, "FHIR server: "+EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
 	}
 	s, err := Run(dir, t.TempDir(), opts...)
 	if err != nil {

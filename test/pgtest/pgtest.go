@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/test/testenv"
 )
 
 // DefaultURL is the server the tests use when PGTEST_URL is unset: the
@@ -47,7 +49,7 @@ func NewWithRole(t testing.TB) (adminURL, serviceURL, role string) {
 	t.Helper()
 	role = randomName("cb_role_")
 	if err := exec(serverURL(), "CREATE ROLE "+role+" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE"); err != nil {
-		t.Fatalf("pgtest: %v", err)
+		fail(t, err)
 	}
 	t.Cleanup(func() {
 		if err := exec(serverURL(), "DROP ROLE IF EXISTS "+role); err != nil {
@@ -88,7 +90,7 @@ func create(t testing.TB, owner string) string {
 		stmt += " OWNER " + owner
 	}
 	if err := exec(base, stmt); err != nil {
-		t.Fatalf("pgtest: %v", err)
+		fail(t, err)
 	}
 	t.Cleanup(func() {
 		if err := exec(base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
@@ -110,13 +112,31 @@ func exec(dbURL, stmt string) error {
 	defer cancel()
 	c, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		return fmt.Errorf("connect to %s (is PostgreSQL running? make test starts it): %w", dbURL, err)
+		return &unreachableError{fmt.Errorf("connect to %s: %w", dbURL, err)}
 	}
 	defer c.Close(ctx)
 	if _, err := c.Exec(ctx, stmt); err != nil {
 		return fmt.Errorf("%s: %w", stmt, err)
 	}
 	return nil
+}
+
+// unreachableError is a server that could not be connected to.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// fail ends a test whose set-up statement failed: an unreachable server is
+// a missing service (a failure with CI set, a skip without), anything else
+// a failure.
+func fail(t testing.TB, err error) {
+	t.Helper()
+	var u *unreachableError
+	if errors.As(err, &u) {
+		testenv.Missing(t, "PostgreSQL unreachable ("+err.Error()+")", "run make test, which starts it (scripts/ensure-services.sh), or set PGTEST_URL")
+	}
+	t.Fatalf("pgtest: %v", err)
 }
 
 func randomName(prefix string) string {

@@ -1,7 +1,7 @@
 // Package s3test starts a real S3-compatible server, versitygw, for tests and
 // benchmarks. The binary comes from the environment variable VERSITYGW_BIN
 // (`make test` sets it from scripts/install-versitygw.sh); without it the
-// test is skipped.
+// test is skipped, or fails when CI is set.
 //
 //	cfg := s3test.Start(t)          // s3.Config for the adapter
 //	url := cfg.ConnectionString()   // CLOUD_STORAGE_CONNECTION_STRING for the app
@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/s3"
+	"github.com/carebridge/carebridge/test/testenv"
 )
 
 // EnvBin names the environment variable that holds the versitygw binary.
@@ -48,9 +49,15 @@ func Start(t testing.TB) s3.Config {
 	t.Helper()
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
-		t.Skip(EnvBin + " not set; run make test")
+		missing(t)
 	}
 	return startServer(t, bin, false)
+}
+
+// missing ends a test that needs the server when EnvBin is unset.
+func missing(t testing.TB) {
+	t.Helper()
+	testenv.Missing(t, "S3 server: "+EnvBin+" not set", "run make test, which installs it (scripts/install-versitygw.sh)")
 }
 
 // startServer starts bin, keeping metadata in a sidecar directory from the

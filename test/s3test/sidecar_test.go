@@ -15,7 +15,7 @@ import (
 func TestStart_SidecarMetadataWorks(t *testing.T) {
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
-		t.Skip(EnvBin + " not set; run make test")
+		missing(t)
 	}
 	cfg := startServer(t, bin, true)
 	ctx := t.Context()

@@ -101,6 +101,7 @@ type Server struct {
 	connCount   int
 	refused     int
 	requests    int
+	pongs       int
 	lastHeader  http.Header
 
 	seq      int
@@ -301,6 +302,13 @@ func (s *Server) Requests() int {
 	return s.requests
 }
 
+// Pongs is how many pings the bot has answered.
+func (s *Server) Pongs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pongs
+}
+
 // LastHeader is the header of the last handshake the bot saw (refused ones
 // included), or nil.
 func (s *Server) LastHeader() http.Header {
@@ -325,11 +333,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.wg.Add(1) // under mu, so Close waits for it
+	// Counted before the upgrade answers 101: a client that sees its
+	// handshake done finds itself counted.
+	s.connCount++
 	s.mu.Unlock()
 	defer s.wg.Done()
 
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		s.mu.Lock()
+		s.connCount--
+		s.mu.Unlock()
 		return // Upgrade answered
 	}
 	c := &conn{s: s, ws: ws, authorized: authorized, done: make(chan struct{})}
@@ -340,7 +354,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.conns[c] = struct{}{}
-	s.connCount++
 	s.mu.Unlock()
 	c.serve()
 	s.mu.Lock()
@@ -398,7 +411,12 @@ func (c *conn) serve() {
 		if ignore {
 			return nil
 		}
-		_ = c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
+		if err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait)); err != nil {
+			return nil // the read loop meets the broken link
+		}
+		c.s.mu.Lock()
+		c.s.pongs++
+		c.s.mu.Unlock()
 		return nil
 	})
 	for {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
@@ -266,14 +267,20 @@ func TestDo_DoesNotFollowRedirectsToOtherHosts(t *testing.T) {
 }
 
 func TestDo_BodyStaysReadableAfterDoReturns(t *testing.T) {
+	returned := make(chan struct{}) // closed once Do has returned
 	srv := newFakeEHR(t, func(_ int64, w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "first part,")
 		w.(http.Flusher).Flush()
-		time.Sleep(30 * time.Millisecond)
+		select {
+		case <-returned:
+		case <-r.Context().Done():
+			return
+		}
 		io.WriteString(w, "second part")
 	})
 	c := newClient(t, srv.Server, ehrhttp.Config{Timeout: 2 * time.Second})
 	resp, err := get(t, c, "/Patient")
+	close(returned)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,42 +368,64 @@ func TestDo_ClientErrorIsNotRetriedAndDoesNotTripBreaker(t *testing.T) {
 	}
 }
 
+// In a synctest bubble, over an in-process transport: the open period
+// passes on the bubble's clock, not by sleeping "long enough".
 func TestDo_BreakerOpensAfterFiveFailuresAndRecovers(t *testing.T) {
-	var healthy atomic.Bool
-	srv := newFakeEHR(t, func(_ int64, w http.ResponseWriter, r *http.Request) {
-		if healthy.Load() {
-			io.WriteString(w, "ok")
-			return
+	synctest.Test(t, func(t *testing.T) {
+		var healthy atomic.Bool
+		var hits atomic.Int64
+		ehr := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			if healthy.Load() {
+				io.WriteString(w, "ok")
+				return
+			}
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		})
+		c, err := ehrhttp.New(ehrhttp.Config{Name: "clinic-a", BaseURL: "http://clinic-a.test/fhir"},
+			ehrhttp.WithHTTPClient(&http.Client{Transport: inProcess{ehr}}), ehrhttp.WithBreaker(5, 150*time.Millisecond))
+		if err != nil {
+			t.Fatalf("New: %v", err)
 		}
-		http.Error(w, "down", http.StatusServiceUnavailable)
-	})
-	c := newClient(t, srv.Server, ehrhttp.Config{}, ehrhttp.WithBreaker(5, 150*time.Millisecond))
-	for i := range 5 {
+		for i := range 5 {
+			resp, err := get(t, c, "/Patient")
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			readBody(t, resp)
+		}
+		start := time.Now()
+		_, err = get(t, c, "/Patient")
+		wantCoreError(t, err, core.KindUnavailable, "circuit_open")
+		if time.Since(start) > 50*time.Millisecond {
+			t.Errorf("an open breaker took %v to answer", time.Since(start))
+		}
+		if n := hits.Load(); n != 5 {
+			t.Errorf("hits %d, want 5: the open breaker must not reach the EHR", n)
+		}
+
+		healthy.Store(true)
+		time.Sleep(200 * time.Millisecond) // on the bubble's clock, past the open period: half-open, one trial request
 		resp, err := get(t, c, "/Patient")
 		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
+			t.Fatalf("after the open period: %v", err)
 		}
-		readBody(t, resp)
-	}
-	start := time.Now()
-	_, err := get(t, c, "/Patient")
-	wantCoreError(t, err, core.KindUnavailable, "circuit_open")
-	if time.Since(start) > 50*time.Millisecond {
-		t.Errorf("an open breaker took %v to answer", time.Since(start))
-	}
-	if n := srv.hits.Load(); n != 5 {
-		t.Errorf("hits %d, want 5: the open breaker must not reach the EHR", n)
-	}
+		if readBody(t, resp); resp.StatusCode != 200 {
+			t.Errorf("status %d", resp.StatusCode)
+		}
+	})
+}
 
-	healthy.Store(true)
-	time.Sleep(200 * time.Millisecond) // half-open: one trial request
-	resp, err := get(t, c, "/Patient")
-	if err != nil {
-		t.Fatalf("after the open period: %v", err)
-	}
-	if readBody(t, resp); resp.StatusCode != 200 {
-		t.Errorf("status %d", resp.StatusCode)
-	}
+// inProcess is a transport that serves each request with a handler in the
+// calling goroutine: no sockets, so it works inside a synctest bubble.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, r)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
 }
 
 func TestDo_BreakerOpeningStopsRetries(t *testing.T) {

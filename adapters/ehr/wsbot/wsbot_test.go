@@ -227,7 +227,8 @@ func TestClient_DropsAPeerThatStopsAnsweringPings(t *testing.T) {
 	if _, err := c.GetAgent(t.Context(), ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond) // a dozen pings, answered: the idle link stays up
+	before := srv.Pongs()
+	eventually(t, "a dozen pings answered", func() bool { return srv.Pongs() >= before+12 }) // the idle link stays up
 	if _, err := c.GetAgent(t.Context(), ids[0]); err != nil || srv.Connections() != 1 {
 		t.Fatalf("after an idle spell with pongs: %v, %d connections; want the same link", err, srv.Connections())
 	}
