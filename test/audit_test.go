@@ -305,11 +305,12 @@ func searchAndBookFile(t *testing.T, e *fakeEHR, botURL string) *ehrconfig.Confi
     base_url: %s/fhir
     search_types: [patient_record]
     authentication: { type: api_key, api_key: "env:KEY" }
-    timeout: 2000
+    rate_limit: { requests_per_minute: 60000 }
+    timeout: 5000
   - name: peer
     adapter: wsbot
     base_url: %s
-    timeout: 3000
+    timeout: 5000
 integration:
   ehr: peer
 `, e.name, e.srv.URL, botURL)

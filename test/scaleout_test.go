@@ -23,7 +23,6 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/core/storage"
 	"github.com/carebridge/carebridge/test/testenv"
@@ -42,32 +41,6 @@ const (
 	// scaleOutAgents is how many agents the bookings contend for.
 	scaleOutAgents = 2
 )
-
-// scaleOutFile is an EHR systems file with the fake FHIR EHR e for search
-// and the bot at botURL for agents and appointments.
-func scaleOutFile(t *testing.T, e *fakeEHR, botURL string) *ehrconfig.Config {
-	t.Helper()
-	yaml := fmt.Sprintf(`ehr_systems:
-  - name: %s
-    adapter: fhir
-    base_url: %s/fhir
-    search_types: [patient_record]
-    authentication: { type: api_key, api_key: "env:KEY" }
-    rate_limit: { requests_per_minute: 60000 }
-    timeout: 5000
-  - name: peer
-    adapter: wsbot
-    base_url: %s
-    timeout: 5000
-integration:
-  ehr: peer
-`, e.name, e.srv.URL, botURL)
-	cfg, err := ehrconfig.Parse([]byte(yaml), nil, func(string) string { return "key-" + e.name })
-	if err != nil {
-		t.Fatalf("EHR file: %v\n%s", err, yaml)
-	}
-	return cfg
-}
 
 // scaleReply is one finished exchange of the load.
 type scaleReply struct {
@@ -263,7 +236,7 @@ func TestIntegrationScaleOut_ThreeInstancesShareOneDatabaseStoreAndRedis(t *test
 		a.ID = fmt.Sprintf("dr-scale-%d", i)
 		agents[i] = bot.AddAgent(a, workdays(5))
 	}
-	cfg := scaleOutFile(t, search, bot.URL())
+	cfg := searchAndBookFile(t, search, bot.URL())
 	shared := func(c *app.Config) {
 		c.EHR, c.RedisURL, c.CacheKey = cfg, fmt.Sprintf("redis://127.0.0.1:6379/%d", scaleOutRedisDB), bytes.Repeat([]byte{7}, 32)
 		c.SearchRateLimit, c.SearchCacheTTL = scaleOutSearchLimit, 5*time.Second
