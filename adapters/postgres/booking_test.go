@@ -266,3 +266,49 @@ func TestIntegrationIdempotency_ExpiresAfterRetention(t *testing.T) {
 		t.Fatalf("a fresh key was purged: %v %v", done, err)
 	}
 }
+
+// Two instances purging at once remove every expired key once between them.
+func TestIntegrationIdempotency_TwoInstancesPurgeAtOnce(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	if _, err := db.Pool().Exec(ctx, `
+		INSERT INTO idempotency_keys (subject, key, fingerprint, outcome, created_at, completed_at)
+		SELECT 'u', 'k' || i, 'fp', '{}', now() - interval '25 hours', now() - interval '25 hours' FROM generate_series(1, 2500) i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Idempotency().Claim(ctx, "u", "fresh", "fp"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := postgres.New(ctx, db.Pool().Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var wg sync.WaitGroup
+	counts := make([]int64, 2)
+	for i, s := range []*postgres.Store{db, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n, err := s.Idempotency().PurgeIdempotency(ctx, 100)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				counts[i] += n
+				if n < 100 {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var left int
+	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if counts[0]+counts[1] != 2500 || left != 1 {
+		t.Fatalf("purged %d + %d, %d keys left; want 2500 purged and the fresh key kept", counts[0], counts[1], left)
+	}
+}
