@@ -80,11 +80,7 @@ var resourceIDs = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 // runs when the trail cannot be written, so nothing is done unaudited.
 func (s *Server) audited(action audit.Action, resourceType string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info, _ := r.Context().Value(infoKey{}).(*requestInfo)
-		if info == nil { // outside observe (not in this server)
-			info = &requestInfo{}
-			r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
-		}
+		info := r.Context().Value(infoKey{}).(*requestInfo) // set by observe, which wraps every route
 		info.audit = &auditRecord{action: action, resourceType: resourceType}
 		if id := mux.Vars(r)["id"]; resourceIDs.MatchString(id) {
 			info.audit.resourceID = id

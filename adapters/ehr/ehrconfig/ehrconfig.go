@@ -190,7 +190,7 @@ func (s System) LogValue() slog.Value {
 		slog.Any("sites", s.Sites),
 		slog.Any("authentication", s.Auth),
 		slog.Int("requests_per_minute", s.RateLimit.RequestsPerMinute),
-		slog.Duration("timeout", s.Timeout),
+		slog.Int64("timeout_ms", s.Timeout.Milliseconds()),
 		slog.Int("retry_attempts", s.RetryAttempts),
 	)
 }

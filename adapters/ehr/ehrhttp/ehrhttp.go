@@ -1,6 +1,7 @@
 // Package ehrhttp is the one HTTP client Carebridge uses to reach an EHR
-// system: it authenticates each request (OAuth2 client credentials, API key
-// or Basic), and applies the system's resilience settings from the EHR
+// system: it authenticates each request (OAuth2 client credentials with a
+// client secret or, for SMART Backend Services, a signed JWT assertion
+// (private_key_jwt); API key; or Basic), and applies the system's resilience settings from the EHR
 // systems file — a per-attempt time-out, retries with exponential backoff
 // and full jitter (honouring Retry-After), a requests-per-minute limit and a
 // circuit breaker. The FHIR adapter sends its requests through it, and the
