@@ -29,6 +29,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/s3"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -57,6 +58,17 @@ type Config struct {
 	// IdempotencyKey keys the Idempotency-Key fingerprints; required with
 	// an integration EHR, the same for every instance.
 	IdempotencyKey []byte
+
+	// WebhookKey seals the webhook subscriptions' signing secrets; the
+	// admin CLI seals with the same key. nil: deliveries fail (retried)
+	// until a key is set.
+	WebhookKey []byte
+	// EventsNATSURL, when set, is the NATS server events are also
+	// published to (JetStream).
+	EventsNATSURL string
+	// Events tunes webhook delivery; zero fields take the contract's
+	// defaults (tests shorten them).
+	Events event.Config
 }
 
 // App is the running service.
@@ -73,6 +85,7 @@ type App struct {
 	blobs    *storage.Service
 	// closeAudit flushes and stops the audit writer.
 	closeAudit func()
+	events     *events
 }
 
 // New migrates the database, connects every adapter, and listens on
@@ -128,7 +141,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if ehrs.scheduler != nil && len(cfg.IdempotencyKey) == 0 {
 		return errors.New("EHR_CREDENTIALS_KEY: is required with integration.ehr: it keys the Idempotency-Key fingerprints")
 	}
-	integration := ehr.NewIntegration(ehrs.scheduler, a.db, a.db.Idempotency(), a.db.Bookings(), cfg.IdempotencyKey)
+	integration := ehr.NewIntegration(ehrs.scheduler, a.db, a.db.Idempotency(), a.db.Bookings(), a.db.Outbox(), cfg.IdempotencyKey)
 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
@@ -139,6 +152,10 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 	a.closeAudit = closeAudit
+	a.events, err = newEvents(ctx, cfg, a.db, a.log.With("component", "events"), registry)
+	if err != nil {
+		return err
+	}
 	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
 	a.blobs = blobs
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
@@ -246,6 +263,7 @@ func (a *App) Run(ctx context.Context) error {
 	defer stopJobs()
 	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
 	go sweepOrphans(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept)
+	a.events.run(jobs)
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()
 	a.log.Info("listening", "addr", a.Addr())
@@ -260,6 +278,8 @@ func (a *App) Run(ctx context.Context) error {
 	if e := <-errc; !errors.Is(e, http.ErrServerClosed) {
 		err = errors.Join(err, e)
 	}
+	stopJobs()
+	a.events.wait() // the deliveries that finished are recorded
 	return err
 }
 
@@ -276,6 +296,9 @@ func (a *App) Close() {
 	}
 	if a.closeAudit != nil {
 		a.closeAudit()
+	}
+	if a.events != nil {
+		a.events.close()
 	}
 	closeAll(a.log, a.closers)
 	if a.redis != nil {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure the services the tests need are up: PostgreSQL on
-# 127.0.0.1:5432 (trust auth) and Redis on 127.0.0.1:6379. Starts them when
-# they are down and installs Debian's packages when they are missing.
+# 127.0.0.1:5432 (trust auth), Redis on 127.0.0.1:6379 and NATS with
+# JetStream on 127.0.0.1:4222 (store in /var/lib/nats-server, log in
+# /var/log/nats-server.log). Starts them when they are down and installs
+# Debian's packages when they are missing.
 set -euo pipefail
 
 log() { echo "ensure-services: $*" >&2; }
@@ -44,4 +46,19 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
 		sleep 0.5
 	done
 	redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || { log "Redis did not start"; exit 1; }
+fi
+
+# NATS with JetStream
+nats_up() { (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; }
+if ! nats_up; then
+	[ -x /usr/sbin/nats-server ] || apt_install nats-server
+	log "starting NATS with JetStream"
+	mkdir -p /var/lib/nats-server
+	start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+		-a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log >&2
+	for _ in $(seq 1 30); do
+		nats_up && break
+		sleep 0.5
+	done
+	nats_up || { log "NATS did not start on 127.0.0.1:4222 (see /var/log/nats-server.log)"; exit 1; }
 fi

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -22,9 +23,23 @@ const blobColumns = `id, blob_name, container_name, original_filename, content_t
 	is_encrypted, encryption_key_id, wrapped_key, sha256, uploaded_by, business_location_id,
 	practice_id, created_at, updated_at`
 
-// Insert stores b and sets its ID and times.
+// Insert stores b and sets its ID and times, and writes blob.uploaded in
+// the same transaction.
 func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
-	err := r.db.QueryRow(ctx, `
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		if err := r.insert(ctx, tx, b); err != nil {
+			return err
+		}
+		return emitBlob(ctx, tx, event.BlobUploaded, b.ID, string(b.Container), b.BusinessLocationID)
+	})
+	if err != nil {
+		return fmt.Errorf("insert blob entry: %w", err)
+	}
+	return nil
+}
+
+func (r *BlobRepo) insert(ctx context.Context, db dbtx, b *storage.Blob) error {
+	return db.QueryRow(ctx, `
 		INSERT INTO blob_entries (blob_name, container_name, original_filename, content_type,
 			file_size, is_encrypted, encryption_key_id, wrapped_key, sha256, uploaded_by,
 			business_location_id, practice_id)
@@ -34,10 +49,6 @@ func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
 		nullable(b.KeyID), b.WrappedKey, b.SHA256, b.UploadedBy,
 		nullable(b.BusinessLocationID), nullable(b.PracticeID),
 	).Scan(&b.ID, &b.CreatedAt, &b.UpdatedAt)
-	if err != nil {
-		return fmt.Errorf("insert blob entry: %w", err)
-	}
-	return nil
 }
 
 // Known returns which of names an entry of container c names.
@@ -95,14 +106,27 @@ func (r *BlobRepo) Get(ctx context.Context, id int64) (storage.Blob, error) {
 	return b, nil
 }
 
-// Delete removes blob entry id.
+// Delete removes blob entry id, and writes blob.deleted in the same
+// transaction.
 func (r *BlobRepo) Delete(ctx context.Context, id int64) error {
-	tag, err := r.db.Exec(ctx, `DELETE FROM blob_entries WHERE id = $1`, id)
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		var container string
+		var location *string
+		err := tx.QueryRow(ctx, `DELETE FROM blob_entries WHERE id = $1 RETURNING container_name, business_location_id`,
+			id).Scan(&container, &location)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return storage.ErrBlobNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return emitBlob(ctx, tx, event.BlobDeleted, id, container, deref(location))
+	})
+	if errors.Is(err, storage.ErrBlobNotFound) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("delete blob entry %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return storage.ErrBlobNotFound
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func (r *Idempotency) Claim(ctx context.Context, subject, key, fingerprint strin
 }
 
 // Complete stores the outcome of a claimed key and, when b is not nil,
-// records the booking, in one transaction.
+// records the booking and writes its event, in one transaction.
 func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome []byte, b *ehr.Booking) error {
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE idempotency_keys SET outcome = $3, completed_at = now() WHERE subject = $1 AND key = $2`,
@@ -191,13 +191,21 @@ func (s *Store) Bookings() *Bookings { return &Bookings{db: s.pool} }
 
 var _ ehr.BookingLog = (*Bookings)(nil)
 
+// recordBooking stores b and, the first time, writes b.Event (when it has
+// one).
 func recordBooking(ctx context.Context, db dbtx, b ehr.Booking) error {
-	_, err := db.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-		b.Subject, b.AppointmentID)
-	return err
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+			b.Subject, b.AppointmentID)
+		if err != nil || tag.RowsAffected() == 0 || b.Event.ID == "" {
+			return err
+		}
+		return emit(ctx, tx, b.Event)
+	})
 }
 
-// Record stores b; recording it again changes nothing.
+// Record stores b and writes its event, in one transaction; recording it
+// again changes nothing.
 func (r *Bookings) Record(ctx context.Context, b ehr.Booking) error {
 	if err := recordBooking(ctx, r.db, b); err != nil {
 		return fmt.Errorf("record booking: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/core/business"
+	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -128,9 +129,11 @@ func (r *LocationRepo) Create(ctx context.Context, l *business.Location) error {
 			return locationWriteError("insert business location", l, err)
 		}
 		if l.LogoBlobID != 0 {
-			return tieLogo(ctx, tx, l.LogoBlobID, id)
+			if err := tieLogo(ctx, tx, l.LogoBlobID, id); err != nil {
+				return err
+			}
 		}
-		return nil
+		return emit(ctx, tx, event.Location(event.LocationCreated, id, l.BusinessID))
 	})
 	if err != nil {
 		return err
@@ -217,7 +220,7 @@ func (r *LocationRepo) Update(ctx context.Context, id int64, fn func(*business.L
 		if err != nil {
 			return fmt.Errorf("reread business location %d: %w", id, err)
 		}
-		return nil
+		return emit(ctx, tx, event.Location(event.LocationUpdated, id, stored.BusinessID))
 	})
 	if err != nil {
 		return business.Location{}, err

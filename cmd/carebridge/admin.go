@@ -9,16 +9,23 @@ import (
 	"io"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/adapters/webhook"
 	"github.com/carebridge/carebridge/app"
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
+	"github.com/carebridge/carebridge/core/event"
 )
 
 const adminUsage = `usage:
   carebridge admin create-business --name N --email E --owner SUB
-  carebridge admin create-provider --first F --last L --email E [--telehealth URL] --location ID`
+  carebridge admin create-provider --first F --last L --email E [--telehealth URL] --location ID
+  carebridge admin add-webhook --url URL --events T1,T2|'*' [--business ID]
+  carebridge admin list-webhooks
+  carebridge admin remove-webhook --id ID
+  carebridge admin webhook-deliveries [--failed] [--limit N]`
 
-// admin runs the data-seeding commands the HTTP API has no endpoint for.
-// Each prints the new record's id as JSON.
+// admin runs the commands the HTTP API has no endpoint for: seeding data
+// and managing webhook subscriptions. Each prints JSON.
 func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(adminUsage)
@@ -26,14 +33,14 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet("admin "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var run func(*business.Service) (any, error)
+	var run func(*postgres.Store) (any, error)
 	switch cmd {
 	case "create-business":
 		name := fs.String("name", "", "business name")
 		email := fs.String("email", "", "business e-mail")
 		owner := fs.String("owner", "", "subject (token sub) of the owner")
-		run = func(s *business.Service) (any, error) {
-			b, err := s.CreateBusiness(ctx, *name, *email, *owner)
+		run = func(db *postgres.Store) (any, error) {
+			b, err := app.NewBusinessWithoutLogos(db).CreateBusiness(ctx, *name, *email, *owner)
 			return map[string]string{"id": b.ID}, err
 		}
 	case "create-provider":
@@ -42,9 +49,40 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 		email := fs.String("email", "", "e-mail")
 		telehealth := fs.String("telehealth", "", "telehealth link (http(s) URL)")
 		location := fs.Int64("location", 0, "id of the location the provider is affiliated with")
-		run = func(s *business.Service) (any, error) {
-			p, err := s.CreateProvider(ctx, business.Provider{FirstName: *first, LastName: *last, Email: *email, TelehealthLink: *telehealth}, *location)
+		run = func(db *postgres.Store) (any, error) {
+			p, err := app.NewBusinessWithoutLogos(db).CreateProvider(ctx, business.Provider{FirstName: *first, LastName: *last, Email: *email, TelehealthLink: *telehealth}, *location)
 			return map[string]int64{"id": p.ID}, err
+		}
+	case "add-webhook":
+		url := fs.String("url", "", "the receiver's http(s) URL")
+		types := fs.String("events", "", "comma-separated event types, or '*'")
+		businessID := fs.String("business", "", "only this business's events")
+		run = func(db *postgres.Store) (any, error) { return addWebhook(ctx, db, getenv, *url, *types, *businessID) }
+	case "list-webhooks":
+		run = func(db *postgres.Store) (any, error) {
+			subs, err := db.Webhooks().List(ctx)
+			out := make([]webhookJSON, len(subs))
+			for i, s := range subs {
+				out[i] = toWebhookJSON(s)
+			}
+			return out, err
+		}
+	case "remove-webhook":
+		id := fs.String("id", "", "the subscription's id")
+		run = func(db *postgres.Store) (any, error) {
+			if err := db.Webhooks().Remove(ctx, *id); err != nil {
+				return nil, err
+			}
+			return map[string]string{"removed": *id}, nil
+		}
+	case "webhook-deliveries":
+		failed := fs.Bool("failed", false, "only the deliveries given up after 24 hours of retries")
+		limit := fs.Int("limit", 100, "at most this many, newest first")
+		run = func(db *postgres.Store) (any, error) {
+			if *limit < 1 || *limit > 10000 {
+				return nil, errors.New("--limit must be 1 to 10000")
+			}
+			return db.Webhooks().Deliveries(ctx, *failed, *limit)
 		}
 	default:
 		return fmt.Errorf("unknown admin command %q\n%s", cmd, adminUsage)
@@ -68,9 +106,70 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 		return err
 	}
 	defer db.Close()
-	out, err := run(app.NewBusinessWithoutLogos(db))
+	out, err := run(db)
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(out)
+}
+
+// webhookJSON is a subscription as list-webhooks prints it (never its
+// secret).
+type webhookJSON struct {
+	ID         string   `json:"id"`
+	URL        string   `json:"url"`
+	Events     []string `json:"events"`
+	BusinessID *string  `json:"businessId"`
+	CreatedAt  string   `json:"createdAt"`
+}
+
+func toWebhookJSON(s event.Subscription) webhookJSON {
+	w := webhookJSON{ID: s.ID, URL: s.URL, Events: s.Types, CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+	if s.BusinessID != "" {
+		w.BusinessID = &s.BusinessID
+	}
+	return w
+}
+
+// addWebhook checks and stores a subscription, and returns its id and
+// secret: the only time the secret is shown. The secret is stored sealed
+// under the webhook key, which every instance derives from the same key
+// material.
+func addWebhook(ctx context.Context, db *postgres.Store, getenv env, url, types, businessID string) (any, error) {
+	if err := webhook.ValidURL(url); err != nil {
+		return nil, fmt.Errorf("--url: %w", err)
+	}
+	parsed, err := event.ParseTypes(types)
+	if err != nil {
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("--events: %s", ce.Message)
+		}
+		return nil, fmt.Errorf("--events: %w", err)
+	}
+	if businessID != "" {
+		b, err := db.Businesses().Get(ctx, businessID)
+		if errors.Is(err, business.ErrBusinessNotFound) {
+			return nil, fmt.Errorf("--business: business %q not found", businessID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		businessID = b.ID
+	}
+	key, err := webhookKey(getenv)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := webhook.NewSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	text, raw := webhook.NewSecret()
+	sub := event.Subscription{ID: core.NewUUID(), URL: url, Types: parsed, BusinessID: businessID}
+	sub.Secret = sealer.Seal(sub.ID, raw)
+	if err := db.Webhooks().Add(ctx, &sub); err != nil {
+		return nil, err
+	}
+	return map[string]string{"id": sub.ID, "secret": text}, nil
 }

@@ -156,6 +156,13 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 		}
 		cfg.EHR = c
 	}
+	cfg.EventsNATSURL = getenv.or("EVENTS_NATS_URL", "")
+	for _, u := range strings.Split(cfg.EventsNATSURL, ",") {
+		if cfg.EventsNATSURL != "" && !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
+			bad("EVENTS_NATS_URL", "must be nats:// or tls:// URLs, comma-separated")
+			break
+		}
+	}
 	cfg.RedisURL = getenv.or("REDIS_URL", "")
 	if cfg.RedisURL != "" {
 		if credKey == nil {
@@ -163,14 +170,16 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 		}
 		cfg.CacheKey = deriveKey(credKey, "carebridge/search-cache/v1")
 	}
-	// The Idempotency-Key fingerprints are keyed by a secret every instance
-	// shares: the EHR credentials key, else the blob master key.
+	// The Idempotency-Key fingerprints are keyed, and the webhook secrets
+	// sealed, by a secret every instance shares: the EHR credentials key,
+	// else the blob master key.
 	secret := credKey
 	if secret == nil {
 		secret = cfg.EncryptionKey
 	}
 	if secret != nil {
 		cfg.IdempotencyKey = deriveKey(secret, "carebridge/idempotency/v1")
+		cfg.WebhookKey = deriveKey(secret, webhookKeyPurpose)
 	} else if cfg.EHR != nil && cfg.EHR.Integration.EHR != "" {
 		bad("EHR_CREDENTIALS_KEY", "is required with integration.ehr (or set CLOUD_STORAGE_ENCRYPTION_KEY): it keys the Idempotency-Key fingerprints")
 	}
@@ -190,6 +199,25 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 		}
 		cfg.SearchRateLimit = n
 	}
+}
+
+// webhookKeyPurpose derives the key that seals webhook secrets.
+const webhookKeyPurpose = "carebridge/webhook-secrets/v1"
+
+// webhookKey is the key the admin CLI seals a new webhook secret with: the
+// service's, derived from EHR_CREDENTIALS_KEY, else
+// CLOUD_STORAGE_ENCRYPTION_KEY. Without either, no secret is stored.
+func webhookKey(getenv env) ([]byte, error) {
+	for _, name := range []string{"EHR_CREDENTIALS_KEY", "CLOUD_STORAGE_ENCRYPTION_KEY"} {
+		if v := getenv.or(name, ""); v != "" {
+			key, err := keyring.ParseKey(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return deriveKey(key, webhookKeyPurpose), nil
+		}
+	}
+	return nil, errors.New("EHR_CREDENTIALS_KEY (or CLOUD_STORAGE_ENCRYPTION_KEY) is required: webhook secrets are stored encrypted under it, with the same value the service runs with")
 }
 
 // deriveKey derives a key for one purpose from a configured secret, so

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/event"
 )
 
 // Booking rules of the contract.
@@ -33,6 +34,7 @@ type Integration struct {
 	locks    Locker
 	idem     IdempotencyStore
 	bookings BookingLog
+	events   Events
 	fpKey    []byte // keys the Idempotency-Key fingerprints
 	now      func() time.Time
 }
@@ -41,9 +43,26 @@ type Integration struct {
 // systems file names no integration EHR (every call is then
 // ErrNoIntegration). fingerprintKey keys the HMAC that tells one booking
 // request from another under the same Idempotency-Key; every instance
-// sharing a database must use the same key.
-func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore, bookings BookingLog, fingerprintKey []byte) *Integration {
-	return &Integration{ehr: scheduler, locks: locks, idem: idem, bookings: bookings, fpKey: fingerprintKey, now: time.Now}
+// sharing a database must use the same key. Bookings, cancellations and
+// moves the EHR confirmed are told as events: a booking's with its record
+// (bookings, idem), the others through events.
+func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore, bookings BookingLog, events Events, fingerprintKey []byte) *Integration {
+	return &Integration{ehr: scheduler, locks: locks, idem: idem, bookings: bookings, events: events, fpKey: fingerprintKey, now: time.Now}
+}
+
+// appointmentEvent is the event of type t about a, as the EHR confirmed it.
+func appointmentEvent(t event.Type, a Appointment) event.Event {
+	return event.Appointment(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End)
+}
+
+// emit writes the event of a change the EHR confirmed. The change is made:
+// when the event cannot be written the caller is told (an error), since
+// other systems will not hear of it.
+func (s *Integration) emit(ctx context.Context, t event.Type, a Appointment) error {
+	if err := s.events.Emit(context.WithoutCancel(ctx), appointmentEvent(t, a)); err != nil {
+		return fmt.Errorf("write %s event of appointment %s: %w", t, a.ID, err)
+	}
+	return nil
 }
 
 // maxOwnAppointments bounds the appointments a patient-context listing
@@ -192,7 +211,8 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 		if err != nil {
 			return Booked{}, err
 		}
-		if err := s.bookings.Record(context.WithoutCancel(ctx), Booking{Subject: actor.Subject, AppointmentID: a.ID}); err != nil {
+		b := Booking{Subject: actor.Subject, AppointmentID: a.ID, Event: appointmentEvent(event.AppointmentBooked, a)}
+		if err := s.bookings.Record(context.WithoutCancel(ctx), b); err != nil {
 			return Booked{}, fmt.Errorf("record booking %s: %w", a.ID, err)
 		}
 		return Booked{Appointment: a}, nil
@@ -223,7 +243,7 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 		out.Error = &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}
 	} else {
 		out.AppointmentID, out.Status = a.ID, string(a.Status)
-		booking = &Booking{Subject: actor.Subject, AppointmentID: a.ID}
+		booking = &Booking{Subject: actor.Subject, AppointmentID: a.ID, Event: appointmentEvent(event.AppointmentBooked, a)}
 	}
 	raw, merr := json.Marshal(out)
 	if merr == nil {
@@ -371,7 +391,11 @@ func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointmen
 	if a.Status == StatusCancelled {
 		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is already cancelled", id)
 	}
-	return sch.CancelAppointment(ctx, id, strings.TrimSpace(reason))
+	cancelled, err := sch.CancelAppointment(ctx, id, strings.TrimSpace(reason))
+	if err != nil {
+		return Appointment{}, err
+	}
+	return cancelled, s.emit(ctx, event.AppointmentCancelled, cancelled)
 }
 
 // Reschedule moves appointment id, with the checks of a booking; a
@@ -402,7 +426,10 @@ func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (
 		moved, err = sch.RescheduleAppointment(ctx, id, start, end)
 		return err
 	})
-	return moved, err
+	if err != nil {
+		return Appointment{}, err
+	}
+	return moved, s.emit(ctx, event.AppointmentRescheduled, moved)
 }
 
 func (s *Integration) authorized(ctx context.Context) (Scheduler, error) {

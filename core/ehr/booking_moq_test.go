@@ -5,6 +5,7 @@ package ehr
 
 import (
 	"context"
+	"github.com/carebridge/carebridge/core/event"
 	"sync"
 )
 
@@ -469,5 +470,77 @@ func (mock *BookingLogMock) RecordCalls() []struct {
 	mock.lockRecord.RLock()
 	calls = mock.calls.Record
 	mock.lockRecord.RUnlock()
+	return calls
+}
+
+// Ensure, that EventsMock does implement Events.
+// If this is not the case, regenerate this file with moq.
+var _ Events = &EventsMock{}
+
+// EventsMock is a mock implementation of Events.
+//
+//	func TestSomethingThatUsesEvents(t *testing.T) {
+//
+//		// make and configure a mocked Events
+//		mockedEvents := &EventsMock{
+//			EmitFunc: func(ctx context.Context, e event.Event) error {
+//				panic("mock out the Emit method")
+//			},
+//		}
+//
+//		// use mockedEvents in code that requires Events
+//		// and then make assertions.
+//
+//	}
+type EventsMock struct {
+	// EmitFunc mocks the Emit method.
+	EmitFunc func(ctx context.Context, e event.Event) error
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Emit holds details about calls to the Emit method.
+		Emit []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// E is the e argument value.
+			E event.Event
+		}
+	}
+	lockEmit sync.RWMutex
+}
+
+// Emit calls EmitFunc.
+func (mock *EventsMock) Emit(ctx context.Context, e event.Event) error {
+	if mock.EmitFunc == nil {
+		panic("EventsMock.EmitFunc: method is nil but Events.Emit was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		E   event.Event
+	}{
+		Ctx: ctx,
+		E:   e,
+	}
+	mock.lockEmit.Lock()
+	mock.calls.Emit = append(mock.calls.Emit, callInfo)
+	mock.lockEmit.Unlock()
+	return mock.EmitFunc(ctx, e)
+}
+
+// EmitCalls gets all the calls that were made to Emit.
+// Check the length with:
+//
+//	len(mockedEvents.EmitCalls())
+func (mock *EventsMock) EmitCalls() []struct {
+	Ctx context.Context
+	E   event.Event
+} {
+	var calls []struct {
+		Ctx context.Context
+		E   event.Event
+	}
+	mock.lockEmit.RLock()
+	calls = mock.calls.Emit
+	mock.lockEmit.RUnlock()
 	return calls
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 
 	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/event"
 )
 
-//go:generate go tool moq -rm -out booking_moq_test.go . Locker IdempotencyStore BookingLog
+//go:generate go tool moq -rm -out booking_moq_test.go . Locker IdempotencyStore BookingLog Events
 
 // Locker serialises the bookings of one agent across every instance of the
 // service (PostgreSQL advisory locks), so a check of the agent's calendar
@@ -23,6 +24,9 @@ type Locker interface {
 type Booking struct {
 	Subject       string
 	AppointmentID string
+	// Event is the appointment.booked event of the booking, written with
+	// the record (a replayed request records nothing, so emits nothing).
+	Event event.Event
 }
 
 // IdempotencyStore keeps the outcome of each Idempotency-Key per caller.
@@ -52,6 +56,12 @@ type BookingLog interface {
 	BookedBy(ctx context.Context, subject string) ([]string, error)
 	// IsBookedBy reports whether subject booked appointment id.
 	IsBookedBy(ctx context.Context, subject, id string) (bool, error)
+}
+
+// Events writes the events of changes the EHR confirmed (cancel,
+// reschedule) to the outbox.
+type Events interface {
+	Emit(ctx context.Context, e event.Event) error
 }
 
 // The failures of a bounded lock wait. Both are worth a retry: they are

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/event"
 )
 
 // calendar is an in-memory Scheduler through the moq mock: agents free
@@ -120,6 +121,11 @@ func mutexLocker() *LockerMock {
 	}}
 }
 
+// recordEvents is an Events that keeps what it is given.
+func recordEvents() *EventsMock {
+	return &EventsMock{EmitFunc: func(context.Context, event.Event) error { return nil }}
+}
+
 // memBookings is a BookingLog in memory.
 func memBookings() *BookingLogMock {
 	var mu sync.Mutex
@@ -199,7 +205,7 @@ var testFingerprintKey = []byte("0123456789abcdef0123456789abcdef")
 
 func integration(c *calendar) *Integration {
 	log := memBookings()
-	s := NewIntegration(c, mutexLocker(), memIdempotency(log), log, testFingerprintKey)
+	s := NewIntegration(c, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKey)
 	s.now = func() time.Time { return nowTest }
 	return s
 }
@@ -478,7 +484,7 @@ func TestSlots_CutsMergedFreeTime(t *testing.T) {
 
 func TestIntegration_WithoutAnEHR(t *testing.T) {
 	log := memBookings()
-	s := NewIntegration(nil, mutexLocker(), memIdempotency(log), log, testFingerprintKey)
+	s := NewIntegration(nil, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKey)
 	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
 		t.Fatalf("got %v", err)
 	}
@@ -511,11 +517,11 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	if err := json.Unmarshal(stored.Outcome, &out); err != nil || out["appointmentId"] != first.Appointment.ID || out["status"] != "booked" || len(out) != 2 {
 		t.Fatalf("outcome %s (%v): want only the id and status", stored.Outcome, err)
 	}
-	if stored.Booking == nil || *stored.Booking != (Booking{Subject: "u", AppointmentID: first.Appointment.ID}) {
+	if stored.Booking == nil || stored.Booking.Subject != "u" || stored.Booking.AppointmentID != first.Appointment.ID {
 		t.Fatalf("booking recorded with the outcome: %+v", stored.Booking)
 	}
 	// The fingerprint is keyed: another key gives another one.
-	other := NewIntegration(c, mutexLocker(), idem, s.bookings, []byte("another key, 32 bytes long....."))
+	other := NewIntegration(c, mutexLocker(), idem, s.bookings, s.events, []byte("another key, 32 bytes long....."))
 	if other.fingerprint("u", r) == fp || s.fingerprint("u", r) != fp || s.fingerprint("v", r) == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}

@@ -1,0 +1,260 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/carebridge/carebridge/core/event"
+)
+
+// Webhooks keeps the webhook subscriptions and the outbox's deliveries;
+// it implements event.Queue and event.Stream.
+type Webhooks struct {
+	db dbtx
+}
+
+// Webhooks returns the webhook store.
+func (s *Store) Webhooks() *Webhooks { return &Webhooks{db: s.pool} }
+
+var (
+	_ event.Queue  = (*Webhooks)(nil)
+	_ event.Stream = (*Webhooks)(nil)
+)
+
+// Add stores sub and sets its CreatedAt.
+func (w *Webhooks) Add(ctx context.Context, sub *event.Subscription) error {
+	var business *string
+	if sub.BusinessID != "" {
+		business = &sub.BusinessID
+	}
+	err := w.db.QueryRow(ctx, `
+		INSERT INTO webhook_subscriptions (id, url, event_types, business_id, secret)
+		VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
+		sub.ID, sub.URL, sub.Types, business, sub.Secret).Scan(&sub.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("add webhook subscription: %w", err)
+	}
+	return nil
+}
+
+// List returns every subscription, oldest first, without secrets.
+func (w *Webhooks) List(ctx context.Context) ([]event.Subscription, error) {
+	rows, _ := w.db.Query(ctx, `
+		SELECT id::text, url, event_types, coalesce(business_id::text, ''), created_at
+		FROM webhook_subscriptions ORDER BY created_at, id`)
+	subs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Subscription, error) {
+		var s event.Subscription
+		err := row.Scan(&s.ID, &s.URL, &s.Types, &s.BusinessID, &s.CreatedAt)
+		return s, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list webhook subscriptions: %w", err)
+	}
+	return subs, nil
+}
+
+// Remove deletes subscription id and its deliveries; an unknown one is
+// event.ErrSubscriptionNotFound.
+func (w *Webhooks) Remove(ctx context.Context, id string) error {
+	uid, ok := parseUUID(id)
+	if !ok {
+		return event.ErrSubscriptionNotFound
+	}
+	tag, err := w.db.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE id = $1`, uid)
+	if err != nil {
+		return fmt.Errorf("remove webhook subscription: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return event.ErrSubscriptionNotFound
+	}
+	return nil
+}
+
+// Deliveries returns the latest deliveries, newest first, at most limit;
+// with failedOnly, only the failed ones.
+func (w *Webhooks) Deliveries(ctx context.Context, failedOnly bool, limit int) ([]event.DeliveryRecord, error) {
+	rows, _ := w.db.Query(ctx, `
+		SELECT d.id, d.subscription_id::text, e.id, e.type, d.state, d.attempts,
+			coalesce(d.last_status, 0), coalesce(d.last_error, ''), d.next_attempt_at, e.created_at, d.updated_at
+		FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
+		WHERE NOT $1 OR d.state = 'failed'
+		ORDER BY d.id DESC LIMIT $2`, failedOnly, limit)
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.DeliveryRecord, error) {
+		var r event.DeliveryRecord
+		err := row.Scan(&r.ID, &r.Subscription, &r.EventID, &r.Type, &r.State, &r.Attempts,
+			&r.LastStatus, &r.LastError, &r.NextAttemptAt, &r.OccurredAt, &r.UpdatedAt)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	return recs, nil
+}
+
+// Claim leases due pending deliveries, per subscription at most perSub
+// less what this instance has in flight of it. A delivery's
+// next_attempt_at is its lease: claimed, it is due again after lease.
+// Rows another instance is claiming are skipped.
+func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub int, lease time.Duration) ([]event.Delivery, error) {
+	subs := make([]string, 0, len(inflight))
+	counts := make([]int32, 0, len(inflight))
+	for s, n := range inflight {
+		subs, counts = append(subs, s), append(counts, int32(n))
+	}
+	rows, _ := w.db.Query(ctx, `
+		WITH busy AS (SELECT * FROM unnest($1::uuid[], $2::int[]) AS b(sub, n)),
+		c AS (
+			SELECT c.id FROM webhook_subscriptions s
+			LEFT JOIN busy ON busy.sub = s.id
+			CROSS JOIN LATERAL (
+				SELECT d.id FROM webhook_deliveries d
+				WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= now()
+				ORDER BY d.next_attempt_at, d.id
+				LIMIT greatest($3 - coalesce(busy.n, 0), 0)
+				FOR UPDATE SKIP LOCKED) c)
+		UPDATE webhook_deliveries d
+		SET next_attempt_at = now() + make_interval(secs => $4), attempts = d.attempts + 1, updated_at = now()
+		FROM c, webhook_subscriptions s, events e
+		WHERE d.id = c.id AND s.id = d.subscription_id AND e.seq = d.event_seq
+		RETURNING d.id, d.subscription_id::text, s.url, s.secret, e.id, e.body, d.attempts, e.created_at`,
+		subs, counts, perSub, lease.Seconds())
+	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Delivery, error) {
+		var d event.Delivery
+		err := row.Scan(&d.ID, &d.Subscription, &d.URL, &d.Secret, &d.EventID, &d.Body, &d.Attempt, &d.OccurredAt)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	return ds, nil
+}
+
+// Settle records the outcomes of claimed deliveries in one statement. An
+// outcome of an attempt whose lease ended and which another instance
+// claimed since is dropped, unless it delivered.
+func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
+	n := len(outcomes)
+	ids, attempts := make([]int64, n), make([]int32, n)
+	states, errs := make([]string, n), make([]*string, n)
+	next, status := make([]*time.Time, n), make([]*int32, n)
+	for i, o := range outcomes {
+		ids[i], attempts[i], states[i] = o.ID, int32(o.Attempt), string(o.State)
+		if o.State == event.Pending {
+			next[i] = &o.NextAt
+		}
+		if o.Result.Status != 0 {
+			s := int32(o.Result.Status)
+			status[i] = &s
+		}
+		if o.Result.Err != "" {
+			errs[i] = &o.Result.Err
+		}
+	}
+	_, err := w.db.Exec(ctx, `
+		UPDATE webhook_deliveries d
+		SET state = o.state, next_attempt_at = coalesce(o.next_at, d.next_attempt_at),
+			last_status = o.status, last_error = o.err, updated_at = now()
+		FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
+			AS o(id, attempt, state, next_at, status, err)
+		WHERE d.id = o.id AND d.state = 'pending' AND (o.state = 'delivered' OR d.attempts = o.attempt)`,
+		ids, attempts, states, next, status, errs)
+	if err != nil {
+		return fmt.Errorf("settle webhook deliveries: %w", err)
+	}
+	return nil
+}
+
+// ClaimUnpublished leases at most n events not yet on the message stream,
+// oldest first.
+func (w *Webhooks) ClaimUnpublished(ctx context.Context, n int, lease time.Duration) ([]event.Message, error) {
+	rows, _ := w.db.Query(ctx, `
+		UPDATE events SET publish_after = now() + make_interval(secs => $2)
+		WHERE seq IN (
+			SELECT seq FROM events WHERE published_at IS NULL AND publish_after <= now()
+			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+		RETURNING seq, id, type, body`, n, lease.Seconds())
+	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Message, error) {
+		var m event.Message
+		err := row.Scan(&m.Seq, &m.ID, &m.Type, &m.Body)
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim events to publish: %w", err)
+	}
+	slices.SortFunc(msgs, func(a, b event.Message) int { return int(a.Seq - b.Seq) })
+	return msgs, nil
+}
+
+// MarkPublished records that the events reached the message stream.
+func (w *Webhooks) MarkPublished(ctx context.Context, seqs []int64) error {
+	if _, err := w.db.Exec(ctx, `UPDATE events SET published_at = now() WHERE seq = ANY($1)`, seqs); err != nil {
+		return fmt.Errorf("mark events published: %w", err)
+	}
+	return nil
+}
+
+// EventRetention is how long events stay in the outbox once no delivery
+// of theirs is pending.
+const EventRetention = 7 * 24 * time.Hour
+
+// PurgeEvents deletes at most batch events older than EventRetention that
+// no delivery waits for, with their deliveries, and returns how many went.
+// Several instances may run it at once (rows another is deleting are
+// skipped).
+func (w *Webhooks) PurgeEvents(ctx context.Context, batch int) (int64, error) {
+	tag, err := w.db.Exec(ctx, `
+		DELETE FROM events WHERE seq IN (
+			SELECT seq FROM events e
+			WHERE created_at < now() - make_interval(secs => $1)
+			  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq AND d.state = 'pending')
+			ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		EventRetention.Seconds(), batch)
+	if err != nil {
+		return 0, fmt.Errorf("purge events: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Listen calls fn each time events are committed (on any instance), and
+// once after each (re)connection, until ctx is done. It holds a
+// connection of its own, outside the pool, and reconnects after a
+// failure.
+func (s *Store) Listen(ctx context.Context, fn func(), onError func(error)) {
+	for ctx.Err() == nil {
+		err := s.listen(ctx, fn)
+		if ctx.Err() != nil {
+			return
+		}
+		onError(err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *Store) listen(ctx context.Context, fn func()) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("listen for events: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `LISTEN `+EventsChannel); err != nil {
+		return fmt.Errorf("listen for events: %w", err)
+	}
+	fn() // what was written while not listening
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("wait for events: %w", err)
+		}
+		fn()
+	}
+}

@@ -1,0 +1,147 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carebridge/carebridge/adapters/nats"
+	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/adapters/webhook"
+	"github.com/carebridge/carebridge/core/event"
+)
+
+// events delivers the outbox: the webhook dispatcher, the NATS relay
+// (with EVENTS_NATS_URL), the wake-ups on commit, and the purge.
+type events struct {
+	db         *postgres.Store
+	log        *slog.Logger
+	dispatcher *event.Dispatcher
+	relay      *event.Relay    // nil without NATS
+	nats       *nats.Publisher // nil without NATS
+	purged     prometheus.Counter
+	wg         sync.WaitGroup
+}
+
+// How often each instance purges delivered events past their retention.
+const eventPurgeEvery = time.Hour
+
+func newEvents(ctx context.Context, cfg Config, db *postgres.Store, log *slog.Logger, reg *prometheus.Registry) (*events, error) {
+	e := &events{db: db, log: log}
+	var sealer *webhook.Sealer
+	if cfg.WebhookKey != nil {
+		s, err := webhook.NewSealer(cfg.WebhookKey)
+		if err != nil {
+			return nil, err
+		}
+		sealer = s
+	}
+	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_webhook_attempts_total",
+		Help: "Webhook delivery attempts by outcome: delivered, retry (failed, to be retried) or failed (given up)."}, []string{"outcome"})
+	lag := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "carebridge_webhook_delivery_seconds",
+		Help:    "From an event's commit to its receiver's 2xx.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 300, 3600, 86400}})
+	published := prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_events_published_total",
+		Help: "Events published to NATS JetStream."})
+	e.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_events_purged_total",
+		Help: "Events removed from the outbox after their retention."})
+	reg.MustRegister(deliveries, lag, published, e.purged)
+
+	dcfg := cfg.Events
+	dcfg.OnSettle = func(d event.Delivery, o event.Outcome) {
+		switch o.State {
+		case event.Delivered:
+			deliveries.WithLabelValues("delivered").Inc()
+			lag.Observe(time.Since(d.OccurredAt).Seconds())
+		case event.Pending:
+			deliveries.WithLabelValues("retry").Inc()
+			log.Debug("webhook attempt failed", "subscription", d.Subscription, "event", d.EventID,
+				"attempt", d.Attempt, "status", o.Result.Status, "error", o.Result.Err, "next_at", o.NextAt)
+		case event.Failed:
+			deliveries.WithLabelValues("failed").Inc()
+			log.Warn("webhook delivery failed for good", "subscription", d.Subscription, "event", d.EventID,
+				"attempts", d.Attempt, "status", o.Result.Status, "error", o.Result.Err)
+		}
+	}
+	dcfg.OnError = func(op string, err error) { log.Warn(op, "error", err.Error()) }
+	e.dispatcher = event.NewDispatcher(db.Webhooks(), webhook.New(sealer, dcfg.Timeout), dcfg)
+
+	if cfg.EventsNATSURL != "" {
+		p, err := nats.New(ctx, cfg.EventsNATSURL, log.With("component", "nats"))
+		if err != nil {
+			return nil, err
+		}
+		e.nats = p
+		e.relay = event.NewRelay(db.Webhooks(), p, dcfg.Poll, dcfg.OnError)
+		e.relay.OnPublished = func(n int) { published.Add(float64(n)) }
+	}
+	return e, nil
+}
+
+// run starts delivering until ctx is done; wait returns once every part
+// has stopped (the dispatcher records what finished first).
+func (e *events) run(ctx context.Context) {
+	wake := func() {
+		e.dispatcher.Wake()
+		if e.relay != nil {
+			e.relay.Wake()
+		}
+	}
+	e.spawn(func() {
+		e.db.Listen(ctx, wake, func(err error) { e.log.Warn("listen for events", "error", err.Error()) })
+	})
+	e.spawn(func() { e.dispatcher.Run(ctx) })
+	if e.relay != nil {
+		e.spawn(func() { e.relay.Run(ctx) })
+	}
+	e.spawn(func() { e.purge(ctx) })
+}
+
+func (e *events) spawn(fn func()) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		fn()
+	}()
+}
+
+// wait returns once run's goroutines have stopped.
+func (e *events) wait() { e.wg.Wait() }
+
+// close closes the NATS connection.
+func (e *events) close() {
+	if e.nats != nil {
+		e.nats.Close()
+	}
+}
+
+// purge removes, every eventPurgeEvery, the events past their retention
+// that no delivery waits for, a bounded batch at a time. Every instance
+// runs it; the deletes skip rows another instance holds.
+func (e *events) purge(ctx context.Context) {
+	t := time.NewTicker(eventPurgeEvery)
+	defer t.Stop()
+	for {
+		for {
+			n, err := e.db.Webhooks().PurgeEvents(ctx, purgeBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Warn("purge events", "error", err.Error())
+				}
+				break
+			}
+			e.purged.Add(float64(n))
+			if n < purgeBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package event
+
+import (
+	"slices"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// Subscription is a webhook receiver and the events it wants.
+type Subscription struct {
+	ID  string // a UUID
+	URL string
+	// Types are the event types it receives, or just All.
+	Types []string
+	// BusinessID, when set, limits it to that business's events.
+	BusinessID string
+	// Secret is the signing secret, sealed; never shown after creation.
+	Secret    []byte
+	CreatedAt time.Time
+}
+
+// Wants reports whether s receives e.
+func (s Subscription) Wants(e Event) bool {
+	if !slices.Contains(s.Types, All) && !slices.Contains(s.Types, string(e.Type)) {
+		return false
+	}
+	return s.BusinessID == "" || s.BusinessID == e.BusinessID
+}
+
+// DeliveryRecord is how one delivery stands, for operators.
+type DeliveryRecord struct {
+	ID            int64     `json:"id"`
+	Subscription  string    `json:"subscriptionId"`
+	EventID       string    `json:"eventId"`
+	Type          Type      `json:"type"`
+	State         State     `json:"state"`
+	Attempts      int       `json:"attempts"`
+	LastStatus    int       `json:"lastStatus,omitempty"`
+	LastError     string    `json:"lastError,omitempty"`
+	NextAttemptAt time.Time `json:"nextAttemptAt"`
+	OccurredAt    time.Time `json:"occurredAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+}
+
+// ErrSubscriptionNotFound is an unknown subscription id.
+var ErrSubscriptionNotFound = &core.Error{Kind: core.KindNotFound, Code: "subscription_not_found", Message: "Webhook subscription not found"}
