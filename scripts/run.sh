@@ -31,6 +31,16 @@ go build -o bin/ ./cmd/carebridge ./cmd/carebridge-demo
 demo_start
 
 bin/carebridge migrate
+# What the admin commands need in another terminal (the same database and
+# key material, so a webhook secret is sealed with the service's key).
+(
+	umask 077
+	{
+		printf 'DATABASE_URL=%q\n' "$DATABASE_URL"
+		printf 'CLOUD_STORAGE_ENCRYPTION_KEY=%q\n' "$CLOUD_STORAGE_ENCRYPTION_KEY"
+		[ -z "${EHR_CREDENTIALS_KEY:-}" ] || printf 'EHR_CREDENTIALS_KEY=%q\n' "$EHR_CREDENTIALS_KEY"
+	} > data/run.env
+)
 sub=${DEV_SUBJECT:-dev-user}
 token=$(bin/carebridge dev-token --sub "$sub" --ttl 24h)
 
@@ -90,6 +100,12 @@ Demo business $BUSINESS_ID (location $LOCATION_ID, two providers, hours), owned 
   curl -sS -H "Authorization: Bearer \$TOKEN" -H "user-type: business" -H 'Content-Type: application/json' \\
     -d '{"businessLocationId":'$LOCATION_ID',"operatingHours":[{"day":"Tuesday","start_time":"09:00","end_time":"17:00"}]}' \\
     $base/business/operating-hours/add
+
+Events (webhooks): in another terminal, from this folder, subscribe a local receiver and start it;
+it checks each delivery's signature and prints the event (then PATCH the business above):
+  set -a; . data/run.env; set +a
+  bin/carebridge admin add-webhook --url http://127.0.0.1:9000/ --events '*'
+  bin/carebridge dev-receiver --addr 127.0.0.1:9000 --secret <the whsec_… it printed>
 
 Health: $base/healthz  Readiness: $base/readyz  Metrics: $base/metrics
 TXT

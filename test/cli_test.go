@@ -29,6 +29,23 @@ func TestMain(m *testing.M) {
 // exit code.
 func carebridge(t *testing.T, dbURL string, args ...string) (string, int) {
 	t.Helper()
+	cmd := exec.Command(carebridgeBin(t), args...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("carebridge %v: %v", args, err)
+	}
+	return string(out), 0
+}
+
+// carebridgeBin is the path of the carebridge command, built once per test
+// run.
+func carebridgeBin(t *testing.T) string {
+	t.Helper()
 	cli.once.Do(func() {
 		if cli.dir, cli.err = os.MkdirTemp("", "carebridge-cli-"); cli.err != nil {
 			return
@@ -46,15 +63,5 @@ func carebridge(t *testing.T, dbURL string, args ...string) (string, int) {
 	if cli.err != nil {
 		t.Fatalf("build carebridge: %v", cli.err)
 	}
-	cmd := exec.Command(cli.bin, args...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		return string(out), exit.ExitCode()
-	case err != nil:
-		t.Fatalf("carebridge %v: %v", args, err)
-	}
-	return string(out), 0
+	return cli.bin
 }

@@ -189,3 +189,50 @@ func loadConfigOnly(e env) (app.Config, error) {
 	cfg, _, err := loadConfig(e)
 	return cfg, err
 }
+
+func TestLoadConfig_EventSettings(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb"}
+	with := func(kv ...string) env {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return envOf(m)
+	}
+	cred, blob := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
+	// The service and the admin CLI derive the same webhook key, from the
+	// EHR credentials key first.
+	for _, e := range []env{with("EHR_CREDENTIALS_KEY", cred, "CLOUD_STORAGE_ENCRYPTION_KEY", blob), with("CLOUD_STORAGE_ENCRYPTION_KEY", blob)} {
+		cfg, err := loadConfigOnly(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli, err := webhookKey(e)
+		if err != nil || len(cfg.WebhookKey) != 32 || !bytes.Equal(cfg.WebhookKey, cli) ||
+			bytes.Equal(cfg.WebhookKey, cfg.IdempotencyKey) || bytes.Equal(cfg.WebhookKey, cfg.EncryptionKey) {
+			t.Fatalf("webhook key: service %x, CLI %x (%v)", cfg.WebhookKey, cli, err)
+		}
+	}
+	a, _ := webhookKey(with("EHR_CREDENTIALS_KEY", cred))
+	b, _ := webhookKey(with("CLOUD_STORAGE_ENCRYPTION_KEY", cred))
+	if !bytes.Equal(a, b) {
+		t.Fatal("the same key material gives another webhook key")
+	}
+	if _, err := webhookKey(with()); err == nil || !strings.Contains(err.Error(), "EHR_CREDENTIALS_KEY") {
+		t.Fatalf("no key material: %v", err)
+	}
+	if cfg, err := loadConfigOnly(with()); err != nil || cfg.WebhookKey != nil {
+		t.Fatalf("without key material the service runs without a webhook key: %v", err)
+	}
+
+	cfg, err := loadConfigOnly(with("EVENTS_NATS_URL", "nats://127.0.0.1:4222,tls://nats-2:4222"))
+	if err != nil || cfg.EventsNATSURL != "nats://127.0.0.1:4222,tls://nats-2:4222" {
+		t.Fatalf("EVENTS_NATS_URL: %q %v", cfg.EventsNATSURL, err)
+	}
+	if _, err := loadConfigOnly(with("EVENTS_NATS_URL", "http://127.0.0.1:4222")); err == nil || !strings.Contains(err.Error(), "EVENTS_NATS_URL") {
+		t.Fatalf("an http URL for NATS: %v", err)
+	}
+}

@@ -6,6 +6,8 @@
 //	carebridge admin create-business | create-provider  seed data
 //	carebridge secrets encrypt    read a secret on stdin, print its enc:v1: form
 //	carebridge audit list | verify  print audit events, check the audit hash chain
+//	carebridge admin add-webhook | list-webhooks | remove-webhook | webhook-deliveries
+//	carebridge dev-receiver --secret whsec_…  a local webhook receiver that checks signatures
 package main
 
 import (
@@ -47,8 +49,8 @@ func main() {
 	}
 }
 
-const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--scope "S1 S2"] [--ttl 1h] | secrets encrypt | admin ... | audit list|verify]
-` + adminUsage + "\n" + auditUsage
+const usage = `usage: carebridge [serve | migrate | dev-token --sub SUB [--scope "S1 S2"] [--ttl 1h] | secrets encrypt | admin ... | audit list|verify | dev-receiver]
+` + adminUsage + "\n" + auditUsage + "\n" + receiverUsage
 
 func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
 	cmd := "serve"
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout
 		return auditCmd(ctx, args, getenv, stdout)
 	case "secrets":
 		return secrets(args, getenv, stdin, stdout)
+	case "dev-receiver":
+		return devReceiver(ctx, args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

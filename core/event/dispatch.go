@@ -78,25 +78,29 @@ func (c Config) lease() time.Duration { return 3*c.Timeout + 30*time.Second }
 func (c Config) Backoff(n int, r float64) time.Duration {
 	c = c.withDefaults()
 	d := c.MaxDelay
-	if n >= 1 && n < 40 {
-		if x := c.RetryBase << (n - 1); x > 0 && x < d {
-			d = x
-		}
+	// RetryBase·2ⁿ⁻¹ ≤ MaxDelay, tested without the shift that could
+	// overflow into a small positive delay.
+	if n >= 1 && n < 64 && c.RetryBase <= d>>(n-1) {
+		d = c.RetryBase << (n - 1)
 	}
 	return d - time.Duration(r*float64(d/2))
 }
 
 // Outcome returns how delivery d stands after an attempt that came to r
-// at now: delivered, pending with its next attempt, or failed once the
-// next attempt would come later than RetryFor after the event.
+// at now: delivered; pending with its next attempt, which is never later
+// than RetryFor after the event (the last one comes right then); or
+// failed, when an attempt at or after that time failed.
 func (c Config) Outcome(d Delivery, r Result, now time.Time, rnd float64) Outcome {
 	c = c.withDefaults()
 	o := Outcome{ID: d.ID, Attempt: d.Attempt, Result: r}
+	deadline := d.OccurredAt.Add(c.RetryFor)
 	switch next := now.Add(c.Backoff(d.Attempt, rnd)); {
 	case r.OK():
 		o.State = Delivered
-	case next.After(d.OccurredAt.Add(c.RetryFor)):
+	case !now.Before(deadline):
 		o.State = Failed
+	case next.After(deadline):
+		o.State, o.NextAt = Pending, deadline
 	default:
 		o.State, o.NextAt = Pending, next
 	}
@@ -203,7 +207,12 @@ func (d *Dispatcher) Run(ctx context.Context) {
 						done <- attempt{dl, r}
 					}()
 				}
-				want = len(ds) > 0
+				// A claim that found work looks again after claimGap:
+				// more may be due than one claim took.
+				if want = len(ds) > 0; want {
+					claimT = time.NewTimer(claimGap)
+					claimC = claimT.C
+				}
 			}
 		}
 		select {

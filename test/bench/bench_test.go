@@ -127,16 +127,7 @@ func setup(b *testing.B, extraEnv ...string) *world {
 	dbURL := pgtest.New(b)
 	e.vgwPID = findPID(e.s3cfg.AccessKey)
 
-	if dir := os.Getenv("BENCH_PPROF"); dir != "" {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.MkdirAll(abs, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		e.pprofDir = abs
-	}
+	e.pprofDir = pprofDir(b)
 	bin := e.build(nil)
 	e.bin, e.dbURL = bin, dbURL
 
@@ -170,13 +161,7 @@ func setup(b *testing.B, extraEnv ...string) *world {
 	}
 
 	e.env = env
-	tok := exec.Command(bin, "dev-token", "--sub", "bench", "--ttl", "3h")
-	tok.Env = env
-	out, err := tok.Output()
-	if err != nil {
-		b.Fatalf("dev-token: %v\n%s", err, stderrOf(err))
-	}
-	e.token = strings.TrimSpace(string(out))
+	e.token = e.devToken()
 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DisableCompression = true
@@ -191,6 +176,35 @@ func setup(b *testing.B, extraEnv ...string) *world {
 		b.Fatalf("create bucket: %v", err)
 	}
 	return e
+}
+
+// pprofDir is BENCH_PPROF made absolute and created, or "" when unset.
+func pprofDir(b *testing.B) string {
+	dir := os.Getenv("BENCH_PPROF")
+	if dir == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return abs
+}
+
+// devToken returns a dev-mode token of subject "bench" from e.bin run
+// with e.env.
+func (e *world) devToken() string {
+	e.b.Helper()
+	tok := exec.Command(e.bin, "dev-token", "--sub", "bench", "--ttl", "3h")
+	tok.Env = e.env
+	out, err := tok.Output()
+	if err != nil {
+		e.b.Fatalf("dev-token: %v\n%s", err, stderrOf(err))
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // serve starts bin as the service with env, logging to logName in the

@@ -1,0 +1,103 @@
+package ehr
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/core/event"
+)
+
+// eventsOf returns the appointment events the integration wrote, through
+// the booking record and the idempotency outcome as well as Events.
+func eventsOf(s *Integration) []event.Event {
+	var out []event.Event
+	for _, c := range s.bookings.(*BookingLogMock).RecordCalls() {
+		out = append(out, c.B.Event)
+	}
+	for _, c := range s.idem.(*IdempotencyStoreMock).CompleteCalls() {
+		if c.Booking != nil {
+			out = append(out, c.Booking.Event)
+		}
+	}
+	for _, c := range s.events.(*EventsMock).EmitCalls() {
+		out = append(out, c.E)
+	}
+	return out
+}
+
+func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.IdempotencyKey = "k-1"
+	b, err := s.Book(caller("u"), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Book(caller("u"), r); err != nil { // a replay
+		t.Fatal(err)
+	}
+	plain, err := s.Book(caller("u"), request("2030-03-04T11:00:00-06:00", "2030-03-04T11:30:00-06:00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reschedule(caller("u"), b.Appointment.ID, "2030-03-04T10:00:00-06:00", "2030-03-04T10:30:00-06:00"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, "moved away"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) { // refused: no event
+		t.Fatal(err)
+	}
+
+	got := eventsOf(s)
+	want := []struct {
+		typ    event.Type
+		id     string
+		status string
+		start  time.Time
+	}{
+		{event.AppointmentBooked, plain.Appointment.ID, "booked", time.Date(2030, 3, 4, 17, 0, 0, 0, time.UTC)},
+		{event.AppointmentBooked, b.Appointment.ID, "booked", time.Date(2030, 3, 4, 15, 0, 0, 0, time.UTC)},
+		{event.AppointmentRescheduled, b.Appointment.ID, "booked", time.Date(2030, 3, 4, 16, 0, 0, 0, time.UTC)},
+		{event.AppointmentCancelled, plain.Appointment.ID, "cancelled", time.Date(2030, 3, 4, 17, 0, 0, 0, time.UTC)},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		e := got[i]
+		d, ok := e.Data.(event.AppointmentData)
+		if e.Type != w.typ || !ok || d.AppointmentID != w.id || d.AgentID != "dr-1" || d.Status != w.status ||
+			!d.Start.Equal(w.start) || !d.End.Equal(w.start.Add(30*time.Minute)) || e.BusinessID != "" {
+			t.Errorf("event %d: %+v, want %+v", i, e, w)
+		}
+		body, err := e.Body()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, marker := range []string{"Ana", "Lopez", "1980", "ana@example.com", "check-up", "moved away"} {
+			if strings.Contains(string(body), marker) {
+				t.Errorf("event %s holds %q", body, marker)
+			}
+		}
+	}
+}
+
+func TestAppointmentEvents_AnUnwrittenEventIsAnError(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	b, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("database down")
+	s.events = &EventsMock{EmitFunc: func(context.Context, event.Event) error { return down }}
+	if _, err := s.Cancel(caller("u"), b.Appointment.ID, ""); !errors.Is(err, down) {
+		t.Fatalf("cancel whose event is not written: %v", err)
+	}
+}
