@@ -128,9 +128,9 @@ func TestEvents_NothingLostWhenAnInstanceIsKilled(t *testing.T) {
 		inflight atomic.Int64                  // requests under way
 		lost     atomic.Int64                  // requests to A cut off by the kill: outcome unknown
 		mu       sync.Mutex
-		ackedBy  = map[string]int{}     // instance → acknowledged changes
-		locs     = map[int64]string{}   // acknowledged location → instance
-		failures []string               // requests that failed for another reason than the kill
+		ackedBy  = map[string]int{}   // instance → acknowledged changes
+		locs     = map[int64]string{} // acknowledged location → instance
+		failures []string             // requests that failed for another reason than the kill
 	)
 	target.Store(a)
 	fail := func(format string, args ...any) {
@@ -180,7 +180,7 @@ func TestEvents_NothingLostWhenAnInstanceIsKilled(t *testing.T) {
 
 	var k struct {
 		ackedByA, inflight, received, events, leased int
-		at                                            time.Time // the database's clock
+		at                                           time.Time // the database's clock
 	}
 	select {
 	case <-killNow:

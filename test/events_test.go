@@ -320,7 +320,9 @@ type hooks struct {
 
 func newHooks(w *world) *hooks { return &hooks{w: w, material: key(7)} }
 
-func (h *hooks) env() []string { return []string{"EHR_CREDENTIALS_KEY=" + hex.EncodeToString(h.material)} }
+func (h *hooks) env() []string {
+	return []string{"EHR_CREDENTIALS_KEY=" + hex.EncodeToString(h.material)}
+}
 
 // configure gives an app the webhook key the CLI seals secrets under.
 func (h *hooks) configure(c *app.Config) { c.WebhookKey = webhookKeyFor(h.material) }

@@ -100,6 +100,13 @@ func (w *Webhooks) Deliveries(ctx context.Context, failedOnly bool, limit int) (
 // less what this instance has in flight of it. A delivery's
 // next_attempt_at is its lease: claimed, it is due again after lease.
 // Rows another instance is claiming are skipped.
+//
+// Its cost must not grow with the backlog: each subscription's rows come
+// off webhook_deliveries_due in its order (ORDER BY exactly its key, so
+// the LIMIT stops the index scan instead of sorting every due row), and
+// the claimed ids reach the UPDATE as an array, which the planner joins
+// through the primary keys (joined with the CTE, whose size it cannot
+// know, it hashed the whole of webhook_deliveries and events each time).
 func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub int, lease time.Duration) ([]event.Delivery, error) {
 	subs := make([]string, 0, len(inflight))
 	counts := make([]int32, 0, len(inflight))
@@ -114,13 +121,13 @@ func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub in
 			CROSS JOIN LATERAL (
 				SELECT d.id FROM webhook_deliveries d
 				WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= now()
-				ORDER BY d.next_attempt_at, d.id
+				ORDER BY d.next_attempt_at
 				LIMIT greatest($3 - coalesce(busy.n, 0), 0)
 				FOR UPDATE SKIP LOCKED) c)
 		UPDATE webhook_deliveries d
 		SET next_attempt_at = now() + make_interval(secs => $4), attempts = d.attempts + 1, updated_at = now()
-		FROM c, webhook_subscriptions s, events e
-		WHERE d.id = c.id AND s.id = d.subscription_id AND e.seq = d.event_seq
+		FROM webhook_subscriptions s, events e
+		WHERE d.id = ANY(ARRAY(SELECT id FROM c)) AND s.id = d.subscription_id AND e.seq = d.event_seq
 		RETURNING d.id, d.subscription_id::text, s.url, s.secret, e.id, e.body, d.attempts, e.created_at`,
 		subs, counts, perSub, lease.Seconds())
 	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Delivery, error) {

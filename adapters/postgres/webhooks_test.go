@@ -617,16 +617,18 @@ func TestIntegrationStore_ListenWakesOnCommittedEvents(t *testing.T) {
 	b := seedBusiness(t, db, "owner-1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	calls := make(chan struct{}, 16)
+	calls, errs := make(chan struct{}, 16), make(chan error, 16)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		db.Listen(ctx, func() { calls <- struct{}{} }, func(err error) { t.Errorf("listen: %v", err) })
+		db.Listen(ctx, func() { calls <- struct{}{} }, func(err error) { errs <- err })
 	}()
 	wait := func(what string) {
 		t.Helper()
 		select {
 		case <-calls:
+		case err := <-errs:
+			t.Fatalf("%s: %v", what, err)
 		case <-time.After(2 * time.Second):
 			t.Fatalf("fn not called %s", what)
 		}
@@ -639,10 +641,36 @@ func TestIntegrationStore_ListenWakesOnCommittedEvents(t *testing.T) {
 	emitEvent(t, db, event.Business(b.ID))
 	wait("after an event of the outbox")
 
+	// A lost connection is told, and Listen listens again (and calls fn
+	// for what it may have missed).
+	var killed bool
+	if err := db.Pool().QueryRow(context.Background(), `
+		SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN '||$1`, postgres.EventsChannel).Scan(&killed); err != nil || !killed {
+		t.Fatalf("end the listening connection: %v %v", killed, err)
+	}
+	select {
+	case <-errs:
+	case <-time.After(2 * time.Second):
+		t.Fatal("a lost connection was not told")
+	}
+	select {
+	case <-calls:
+	case <-time.After(3 * time.Second):
+		t.Fatal("fn not called after listening again")
+	}
+	emitEvent(t, db, event.Business(b.ID))
+	wait("after an event, listening again")
+
 	cancel()
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		t.Fatal("Listen did not return once its context was done")
+	}
+	select {
+	case err := <-errs:
+		t.Errorf("Listen told an error when stopped: %v", err)
+	default:
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,16 +38,16 @@ const (
 const (
 	eventSubs      = 4                      // subscriptions ('*'), all to the one receiver
 	eventClients   = 32                     // client connections of the paced runs
-	eventDuration  = 10 * time.Second       // each paced run
+	eventDuration  = 4 * time.Second       // each paced run
 	eventDrainN    = 20000                  // events of the saturated drain
 	eventDrainTx   = 4                      // … written in this many transactions
-	eventWait      = 60 * time.Second       // longest wait for the last delivery
+	eventWait      = 15 * time.Second       // longest wait for the last delivery
 	eventRawTime   = 3 * time.Second        // the receiver's raw POST run
 	eventInflight  = eventSubs * event.DefaultPerSubscription
 	eventQueueRuns = 5000 // events per claim+settle run (no HTTP)
 )
 
-var eventRates = []int{1000, 1500} // changes/s of the paced runs
+var eventRates = []int{1000} // changes/s of the paced runs
 
 // BenchmarkEvents measures the webhook outbox end to end: the real service
 // (built from cmd/carebridge, run as its own process with file:// blobs
@@ -102,6 +103,10 @@ func BenchmarkEvents(b *testing.B) {
 			e.hook("/cpu/stop", "")
 		}
 		r.analyse(ctx, pool, rcv.take(), cl)
+		if !r.complete {
+			progress("events: %d changes/s: %d of %d deliveries arrived; outbox: %s", rate, r.deliveries, eventSubs*r.committed, outboxState(ctx, pool))
+			progress("events: the end of the server's log:\n%s", lastLines(e.serverLog(), 10))
+		}
 		paced = append(paced, r)
 	}
 
@@ -518,6 +523,9 @@ func (e *world) drain(ctx context.Context, pool *pgxpool.Pool, rcv *receiver, bi
 	}
 	d.write = time.Since(start)
 	d.complete = rcv.waitFor(eventSubs*eventDrainN, eventWait)
+	if !d.complete {
+		progress("events: drain incomplete; outbox: %s", outboxState(ctx, pool))
+	}
 	got := rcv.take()
 	d.deliveries = len(got)
 	d.first = time.Hour
@@ -552,6 +560,35 @@ func insertEvents(ctx context.Context, tx pgx.Tx, biz string, n int) error {
 	}
 	_, err = tx.Exec(ctx, `SELECT pg_notify('`+postgres.EventsChannel+`', '')`)
 	return err
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(l[max(len(l)-n, 0):], "\n")
+}
+
+// outboxState summarises the deliveries by state, for a run that did not
+// complete.
+func outboxState(ctx context.Context, pool *pgxpool.Pool) string {
+	rows, _ := pool.Query(ctx, `
+		SELECT state, count(*), max(attempts), coalesce(max(last_error), ''),
+			count(*) FILTER (WHERE next_attempt_at > now())
+		FROM webhook_deliveries GROUP BY state ORDER BY state`)
+	var out []string
+	var (
+		state, lastErr string
+		n, leased      int64
+		attempts       int32
+	)
+	_, err := pgx.ForEachRow(rows, []any{&state, &n, &attempts, &lastErr, &leased}, func() error {
+		out = append(out, fmt.Sprintf("%s %d (max attempts %d, leased or waiting %d, an error %q)", state, n, attempts, leased, lastErr))
+		return nil
+	})
+	if err != nil {
+		return err.Error()
+	}
+	return strings.Join(out, "; ")
 }
 
 // queueRun is the Claim+Settle loop of the postgres adapter on its own.
