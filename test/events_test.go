@@ -341,6 +341,37 @@ func (h *hooks) add(url, events string, extra ...string) (string, string) {
 	return sub["id"], sub["secret"]
 }
 
+// addAll subscribes each receiver (url and events, then any other flags)
+// with add-webhook, the commands at once, and returns the ids and the
+// secrets in the same order.
+func (h *hooks) addAll(specs ...[]string) ([]string, []string) {
+	h.w.t.Helper()
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	results := make([]result, len(specs))
+	var wg sync.WaitGroup
+	for i, sp := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := append([]string{"admin", "add-webhook", "--url", sp[0], "--events", sp[1]}, sp[2:]...)
+			results[i].out, results[i].errOut, results[i].code = carebridgeEnv(h.w.t, h.w.dbURL, h.env(), args...)
+		}()
+	}
+	wg.Wait()
+	ids, secrets := make([]string, len(specs)), make([]string, len(specs))
+	for i, r := range results {
+		var sub map[string]string
+		if r.code != 0 || json.Unmarshal([]byte(r.out), &sub) != nil || len(sub) != 2 || sub["id"] == "" || !strings.HasPrefix(sub["secret"], "whsec_") {
+			h.w.t.Fatalf("add-webhook %v: exit %d, printed %q: %s", specs[i], r.code, r.out, r.errOut)
+		}
+		ids[i], secrets[i] = sub["id"], sub["secret"]
+	}
+	return ids, secrets
+}
+
 type deliveryJSON struct {
 	ID             int64  `json:"id"`
 	SubscriptionID string `json:"subscriptionId"`
@@ -460,9 +491,9 @@ func TestEvents_EveryChangeIsDeliveredSignedWithoutPatientData(t *testing.T) {
 	s.bdo("PATCH", "/business/"+biz, owner, map[string]string{"name": "Before"}).data(t, 200, "Business updated successfully")
 
 	all, mine, booked := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
-	allID, allSecret := h.add(all.url(), "*")
-	mineID, mineSecret := h.add(mine.url(), "*", "--business", biz)
-	bookedID, bookedSecret := h.add(booked.url(), "appointment.booked")
+	ids, secrets := h.addAll([]string{all.url(), "*"}, []string{mine.url(), "*", "--business", biz}, []string{booked.url(), "appointment.booked"})
+	allID, mineID, bookedID := ids[0], ids[1], ids[2]
+	allSecret, mineSecret, bookedSecret := secrets[0], secrets[1], secrets[2]
 
 	// Every kind of change.
 	s.bdo("PATCH", "/business/"+biz, owner, map[string]string{"name": "Austin Family Care"}).data(t, 200, "Business updated successfully")
@@ -641,6 +672,13 @@ func TestEvents_AdminCLI(t *testing.T) {
 		}
 	}
 
+	type result struct {
+		what, out, errOut string
+		code              int
+		names             []string
+	}
+	results := make(chan result, 16)
+	var wg sync.WaitGroup
 	for what, c := range map[string]struct {
 		env   []string
 		args  []string
@@ -660,12 +698,23 @@ func TestEvents_AdminCLI(t *testing.T) {
 		"remove unknown id":    {nil, []string{"remove-webhook", "--id", "6f0e2a52-5d1c-4d59-9a41-5b0c2f0b7e11"}, []string{"not found"}},
 		"remove a non-uuid":    {nil, []string{"remove-webhook", "--id", "nope"}, []string{"not found"}},
 	} {
-		out, errOut, code := run(c.env, c.args...)
+		wg.Add(1)
+		go func() { // the commands run at once: each takes a while under -race
+			defer wg.Done()
+			r := result{what: what, names: c.names}
+			r.out, r.errOut, r.code = run(c.env, c.args...)
+			results <- r
+		}()
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		what, out, errOut, code := r.what, r.out, r.errOut, r.code
 		if code == 0 || out != "" {
 			t.Errorf("%s: exit %d, printed %q", what, code, out)
 			continue
 		}
-		for _, n := range c.names {
+		for _, n := range r.names {
 			if !strings.Contains(errOut, n) {
 				t.Errorf("%s: message %q does not name %q", what, errOut, n)
 			}
@@ -746,9 +795,14 @@ func TestEvents_FailingReceiversAreRetriedAndNeverBlockOthers(t *testing.T) {
 	owner := w.token("owner")
 	subs := map[string]*receiver{}
 	secrets := map[*receiver]string{}
-	for _, rc := range []*receiver{redirect, bad, flaky, hang, huge, healthy} {
-		id, secret := h.add(rc.url(), "*")
-		subs[id], secrets[rc] = rc, secret
+	rcs := []*receiver{redirect, bad, flaky, hang, huge, healthy}
+	var specs [][]string
+	for _, rc := range rcs {
+		specs = append(specs, []string{rc.url(), "*"})
+	}
+	ids, secretList := h.addAll(specs...)
+	for i, rc := range rcs {
+		subs[ids[i]], secrets[rc] = rc, secretList[i]
 	}
 	healthz := func() {
 		t.Helper()
@@ -775,15 +829,24 @@ func TestEvents_FailingReceiversAreRetriedAndNeverBlockOthers(t *testing.T) {
 	failing := []*receiver{redirect, bad, hang, huge}
 	eventually(t, 15*time.Second, "the failing receivers' deliveries end failed, the flaky one's delivered", func() bool {
 		healthz()
-		ds := h.deliveries()
+		rows, err := w.db.Query(context.Background(), `SELECT subscription_id::text, state FROM webhook_deliveries`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
 		done := 0
-		for _, d := range ds {
-			if rc := subs[d.SubscriptionID]; rc == flaky && d.State == "delivered" || slices.Contains(failing, rc) && d.State == "failed" {
+		for rows.Next() {
+			var sub, state string
+			if err := rows.Scan(&sub, &state); err != nil {
+				t.Fatal(err)
+			}
+			if rc := subs[sub]; rc == flaky && state == "delivered" || slices.Contains(failing, rc) && state == "failed" {
 				done++
 			}
 		}
 		return done == changes*(len(failing)+1)
 	})
+	t.Logf("every delivery settled %s after the last change", time.Since(last).Round(time.Millisecond))
 	healthz()
 
 	failed := h.deliveries("--failed")

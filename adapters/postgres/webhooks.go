@@ -102,11 +102,12 @@ func (w *Webhooks) Deliveries(ctx context.Context, failedOnly bool, limit int) (
 // Rows another instance is claiming are skipped.
 //
 // Its cost must not grow with the backlog: each subscription's rows come
-// off webhook_deliveries_due in its order (ORDER BY exactly its key, so
-// the LIMIT stops the index scan instead of sorting every due row), and
-// the claimed ids reach the UPDATE as an array, which the planner joins
-// through the primary keys (joined with the CTE, whose size it cannot
-// know, it hashed the whole of webhook_deliveries and events each time).
+// off webhook_deliveries_due in its order with a constant LIMIT (perSub;
+// the ones over this instance's free slots are dropped after, their row
+// locks ending with the statement), so the index scan stops early; the
+// claimed ids reach the UPDATE as an array, joined through the primary
+// keys. It is planned for its values each time (QueryExecModeExec): a
+// generic plan of it went back to reading every due row.
 func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub int, lease time.Duration) ([]event.Delivery, error) {
 	subs := make([]string, 0, len(inflight))
 	counts := make([]int32, 0, len(inflight))
@@ -116,20 +117,23 @@ func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub in
 	rows, _ := w.db.Query(ctx, `
 		WITH busy AS (SELECT * FROM unnest($1::uuid[], $2::int[]) AS b(sub, n)),
 		c AS (
-			SELECT c.id FROM webhook_subscriptions s
+			SELECT c.id, row_number() OVER (PARTITION BY s.id ORDER BY c.next_attempt_at) AS rank,
+				$3 - coalesce(busy.n, 0) AS free
+			FROM webhook_subscriptions s
 			LEFT JOIN busy ON busy.sub = s.id
 			CROSS JOIN LATERAL (
-				SELECT d.id FROM webhook_deliveries d
+				SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
 				WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= now()
 				ORDER BY d.next_attempt_at
-				LIMIT greatest($3 - coalesce(busy.n, 0), 0)
-				FOR UPDATE SKIP LOCKED) c)
+				LIMIT $3
+				FOR UPDATE SKIP LOCKED) c
+			WHERE coalesce(busy.n, 0) < $3)
 		UPDATE webhook_deliveries d
 		SET next_attempt_at = now() + make_interval(secs => $4), attempts = d.attempts + 1, updated_at = now()
 		FROM webhook_subscriptions s, events e
-		WHERE d.id = ANY(ARRAY(SELECT id FROM c)) AND s.id = d.subscription_id AND e.seq = d.event_seq
+		WHERE d.id = ANY(ARRAY(SELECT id FROM c WHERE rank <= free)) AND s.id = d.subscription_id AND e.seq = d.event_seq
 		RETURNING d.id, d.subscription_id::text, s.url, s.secret, e.id, e.body, d.attempts, e.created_at`,
-		subs, counts, perSub, lease.Seconds())
+		pgx.QueryExecModeExec, subs, counts, perSub, lease.Seconds())
 	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Delivery, error) {
 		var d event.Delivery
 		err := row.Scan(&d.ID, &d.Subscription, &d.URL, &d.Secret, &d.EventID, &d.Body, &d.Attempt, &d.OccurredAt)
@@ -141,7 +145,8 @@ func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub in
 	return ds, nil
 }
 
-// Settle records the outcomes of claimed deliveries in one statement. An
+// Settle records the outcomes of claimed deliveries in one statement
+// (planned for its values, as Claim). An
 // outcome of an attempt whose lease ended and which another instance
 // claimed since is dropped, unless it delivered.
 func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
@@ -169,7 +174,7 @@ func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
 		FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
 			AS o(id, attempt, state, next_at, status, err)
 		WHERE d.id = o.id AND d.state = 'pending' AND (o.state = 'delivered' OR d.attempts = o.attempt)`,
-		ids, attempts, states, next, status, errs)
+		pgx.QueryExecModeExec, ids, attempts, states, next, status, errs)
 	if err != nil {
 		return fmt.Errorf("settle webhook deliveries: %w", err)
 	}

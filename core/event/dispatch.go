@@ -2,6 +2,7 @@ package event
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -156,6 +157,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	done := make(chan attempt, 64)
 	inflight := map[string]int{}
+	// backlog holds the subscriptions whose last claim filled every slot:
+	// once half of them are free, the dispatcher claims again, in a batch,
+	// rather than once per finished attempt.
+	backlog := map[string]bool{}
 	var outcomes []Outcome
 	var delivered []Delivery
 
@@ -189,12 +194,16 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				claimC = claimT.C
 			} else {
 				last = d.now()
+				before := maps.Clone(inflight)
 				ds, err := d.queue.Claim(ctx, inflight, d.cfg.PerSubscription, d.cfg.lease())
 				if err != nil && ctx.Err() == nil {
 					d.cfg.OnError("claim deliveries", err)
 				}
 				for _, dl := range ds {
 					inflight[dl.Subscription]++
+					if inflight[dl.Subscription] == d.cfg.PerSubscription {
+						backlog[dl.Subscription] = true // it took all it could: more may wait
+					}
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
@@ -206,6 +215,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 						}
 						done <- attempt{dl, r}
 					}()
+				}
+				for sub := range backlog { // it had room and took less: none waits
+					if before[sub] < d.cfg.PerSubscription && inflight[sub] < d.cfg.PerSubscription {
+						delete(backlog, sub)
+					}
 				}
 				// A claim that found work looks again after claimGap:
 				// more may be due than one claim took.
@@ -242,7 +256,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			}
 			outcomes = append(outcomes, d.cfg.Outcome(a.d, a.r, d.now(), rand.Float64()))
 			delivered = append(delivered, a.d)
-			want = true
+			if backlog[a.d.Subscription] && inflight[a.d.Subscription] <= d.cfg.PerSubscription/2 {
+				delete(backlog, a.d.Subscription)
+				want = true
+			}
 			if len(outcomes) >= settleBatch {
 				settle(ctx)
 			} else if settleC == nil {

@@ -36,18 +36,19 @@ const (
 )
 
 const (
-	eventSubs      = 4                      // subscriptions ('*'), all to the one receiver
-	eventClients   = 32                     // client connections of the paced runs
-	eventDuration  = 4 * time.Second       // each paced run
-	eventDrainN    = 20000                  // events of the saturated drain
-	eventDrainTx   = 4                      // … written in this many transactions
-	eventWait      = 15 * time.Second       // longest wait for the last delivery
-	eventRawTime   = 3 * time.Second        // the receiver's raw POST run
+	eventSubs      = 4                // subscriptions ('*'), all to the one receiver
+	eventClients   = 32               // client connections of the paced runs
+	eventDuration  = 10 * time.Second // each paced run
+	eventDrainN    = 20000            // events of the saturated drain
+	eventDrainTx   = 4                // … written in this many transactions
+	eventWait      = 30 * time.Second // longest wait for the last delivery
+	eventRawTime   = 3 * time.Second  // the receiver's raw POST run
 	eventInflight  = eventSubs * event.DefaultPerSubscription
-	eventQueueRuns = 5000 // events per claim+settle run (no HTTP)
+	eventQueueRuns = 5000            // events per claim+settle run (no HTTP)
+	eventAPITime   = 3 * time.Second // the API-alone run
 )
 
-var eventRates = []int{1000} // changes/s of the paced runs
+var eventRates = []int{1000, 1500} // changes/s of the paced runs
 
 // BenchmarkEvents measures the webhook outbox end to end: the real service
 // (built from cmd/carebridge, run as its own process with file:// blobs
@@ -69,6 +70,18 @@ func BenchmarkEvents(b *testing.B) {
 	e := eventsSetup(b)
 	rcv := newReceiver()
 	defer rcv.srv.Close()
+	bizs := make([]string, eventClients)
+	for i := range bizs {
+		bizs[i] = e.admin("create-business", "--name", fmt.Sprintf("Bench %d", i), "--email",
+			fmt.Sprintf("b%d@clinic.example", i), "--owner", "bench")["id"].(string)
+	}
+	cl := newChangeClient(e, bizs)
+	// The API alone: the same changes with no subscription (events are
+	// written, no delivery is).
+	cl.paced(200, time.Second)
+	progress("events: API alone, %d changes/s for %v", eventRates[len(eventRates)-1], eventAPITime)
+	apiOnly := cl.paced(eventRates[len(eventRates)-1], eventAPITime)
+
 	for i := range eventSubs {
 		e.admin("add-webhook", "--url", fmt.Sprintf("%s/hook/%d", rcv.srv.URL, i), "--events", "*")
 	}
@@ -78,13 +91,6 @@ func BenchmarkEvents(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-
-	bizs := make([]string, eventClients)
-	for i := range bizs {
-		bizs[i] = e.admin("create-business", "--name", fmt.Sprintf("Bench %d", i), "--email",
-			fmt.Sprintf("b%d@clinic.example", i), "--owner", "bench")["id"].(string)
-	}
-	cl := newChangeClient(e, bizs)
 
 	// A warm-up: connections, caches, the dispatcher's first claims.
 	cl.paced(200, time.Second)
@@ -97,15 +103,17 @@ func BenchmarkEvents(b *testing.B) {
 		if e.pprofDir != "" && rate == eventRates[len(eventRates)-1] {
 			e.hook("/cpu/start", fmt.Sprintf("cpu-events-%d.pprof", rate))
 		}
+		before, pg := e.cpu(), postgresCPU()
 		r := cl.paced(rate, eventDuration)
 		r.complete = rcv.waitFor(eventSubs*r.committed, eventWait)
+		r.cpu = loadCPU{cpuTimes: e.cpu().sub(before), postgres: postgresCPU() - pg}
 		if e.pprofDir != "" && rate == eventRates[len(eventRates)-1] {
 			e.hook("/cpu/stop", "")
 		}
 		r.analyse(ctx, pool, rcv.take(), cl)
 		if !r.complete {
 			progress("events: %d changes/s: %d of %d deliveries arrived; outbox: %s", rate, r.deliveries, eventSubs*r.committed, outboxState(ctx, pool))
-			progress("events: the end of the server's log:\n%s", lastLines(e.serverLog(), 10))
+			abandon(ctx, pool, rcv)
 		}
 		paced = append(paced, r)
 	}
@@ -127,7 +135,7 @@ func BenchmarkEvents(b *testing.B) {
 	progress("events: Claim+Settle without HTTP")
 	queue := []queueRun{queueLoop(b, event.DefaultPerSubscription), queueLoop(b, 256)}
 
-	printEvents(os.Stdout, paced, drain, raw, queue)
+	printEvents(os.Stdout, apiOnly, paced, drain, raw, queue)
 
 	best := paced[0]
 	for _, r := range paced {
@@ -358,6 +366,7 @@ type eventRun struct {
 	fromClient   []time.Duration // each delivery: arrival − the client's 2xx
 	fullLat      []time.Duration // each event: last of its 4 arrivals − occurredAt
 	unmatched    int             // deliveries with no client 2xx to compare to
+	cpu          loadCPU         // service, postgres and bench process, start → last delivery
 }
 
 // paced sends rate changes/s for d from the client's goroutines; a
@@ -502,6 +511,7 @@ type drainRun struct {
 	first, last time.Duration // start → first, last delivery
 	deliveries  int
 	complete    bool
+	cpu         loadCPU // service, postgres and bench process, start → last delivery
 }
 
 func (d drainRun) eventRate() float64 { return per(d.deliveries/eventSubs, d.last) }
@@ -513,6 +523,7 @@ func (d drainRun) eventRate() float64 { return per(d.deliveries/eventSubs, d.las
 func (e *world) drain(ctx context.Context, pool *pgxpool.Pool, rcv *receiver, biz string) drainRun {
 	rcv.reset()
 	d := drainRun{events: eventDrainN}
+	before, pg := e.cpu(), postgresCPU()
 	start := time.Now()
 	for range eventDrainTx {
 		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -525,7 +536,9 @@ func (e *world) drain(ctx context.Context, pool *pgxpool.Pool, rcv *receiver, bi
 	d.complete = rcv.waitFor(eventSubs*eventDrainN, eventWait)
 	if !d.complete {
 		progress("events: drain incomplete; outbox: %s", outboxState(ctx, pool))
+		defer abandon(ctx, pool, rcv)
 	}
+	d.cpu = loadCPU{cpuTimes: e.cpu().sub(before), postgres: postgresCPU() - pg}
 	got := rcv.take()
 	d.deliveries = len(got)
 	d.first = time.Hour
@@ -562,10 +575,15 @@ func insertEvents(ctx context.Context, tx pgx.Tx, biz string, n int) error {
 	return err
 }
 
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	l := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(l[max(len(l)-n, 0):], "\n")
+// abandon gives up the deliveries still pending after an incomplete run,
+// so that the next run measures its own: they are marked failed, the
+// attempts in flight are let finish, and the receiver starts afresh.
+func abandon(ctx context.Context, pool *pgxpool.Pool, rcv *receiver) {
+	if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET state = 'failed', last_error = 'abandoned by the bench' WHERE state = 'pending'`); err != nil {
+		progress("events: abandon the backlog: %v", err)
+	}
+	time.Sleep(time.Second)
+	rcv.reset()
 }
 
 // outboxState summarises the deliveries by state, for a run that did not
@@ -664,7 +682,7 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
 }
 
-func printEvents(w io.Writer, paced []eventRun, d drainRun, raw float64, queue []queueRun) {
+func printEvents(w io.Writer, apiOnly eventRun, paced []eventRun, d drainRun, raw float64, queue []queueRun) {
 	verdict := func(ok bool) string {
 		if ok {
 			return "PASS"
@@ -683,15 +701,20 @@ func printEvents(w io.Writer, paced []eventRun, d drainRun, raw float64, queue [
 			r.rate, r.committed, r.committedRate(), pct(r.reqLat, 99), r.deliveryRate(), r.fullRate(),
 			pct(r.fromOccurred, 50), pct(r.fromOccurred, 99), pct(r.fromClient, 50), pct(r.fromClient, 99),
 			pct(r.fullLat, 50), pct(r.fullLat, 99), r.errors)
+		fmt.Fprintf(w, "            CPU s: service %.1f, postgres %.1f, bench (client+receiver) %.1f over %v\n",
+			r.cpu.server, r.cpu.postgres, r.cpu.client, max(r.lastArrival, r.sendTime).Round(time.Millisecond))
 		if !r.complete || r.firstErr != "" || r.unmatched > 0 {
 			fmt.Fprintf(w, "            incomplete: %d of %d deliveries, %d unmatched to a 2xx; %s\n",
 				r.deliveries, eventSubs*r.committed, r.unmatched, r.firstErr)
 		}
 	}
+	fmt.Fprintf(w, "API alone (no subscription): %d changes/s asked, %.0f/s committed, PATCH p50 %v p99 %v, %d errors\n",
+		apiOnly.rate, apiOnly.committedRate(), pct(apiOnly.reqLat, 50), pct(apiOnly.reqLat, 99), apiOnly.errors)
 	fmt.Fprintf(w, "drain: %d events (%d deliveries) written with SQL in %d transactions in %v; first delivery after %v, last after %v:\n",
 		d.events, eventSubs*d.events, eventDrainTx, d.write.Round(time.Millisecond), d.first.Round(time.Millisecond), d.last.Round(time.Millisecond))
 	fmt.Fprintf(w, "       %.0f events/s, %.0f deliveries/s from the first write (%d deliveries arrived)\n",
 		d.eventRate(), per(d.deliveries, d.last), d.deliveries)
+	fmt.Fprintf(w, "       CPU s: service %.1f, postgres %.1f, bench (receiver) %.1f\n", d.cpu.server, d.cpu.postgres, d.cpu.client)
 	fmt.Fprintf(w, "receiver ceiling: %.0f POSTs/s from a Go client, %d at once (no database)\n", raw, eventInflight)
 	for _, q := range queue {
 		fmt.Fprintf(w, "Claim(perSub %d)+Settle alone, %d subscriptions, no HTTP: %.0f deliveries/s (%.0f events/s), %d rounds of %.0f, claim %.2f ms + settle %.2f ms a round\n",
