@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,8 +21,9 @@ type events struct {
 	db         *postgres.Store
 	log        *slog.Logger
 	dispatcher *event.Dispatcher
-	relay      *event.Relay    // nil without NATS
-	nats       *nats.Publisher // nil without NATS
+	queue      *postgres.Webhooks // the dispatcher's and relay's own pool
+	relay      *event.Relay       // nil without NATS
+	nats       *nats.Publisher    // nil without NATS
 	purged     prometheus.Counter
 	wg         sync.WaitGroup
 }
@@ -67,15 +69,21 @@ func newEvents(ctx context.Context, cfg Config, db *postgres.Store, log *slog.Lo
 		}
 	}
 	dcfg.OnError = func(op string, err error) { log.Warn(op, "error", err.Error()) }
-	e.dispatcher = event.NewDispatcher(db.Webhooks(), webhook.New(sealer, dcfg.Timeout), dcfg)
+	queue, err := db.DeliveryQueue()
+	if err != nil {
+		return nil, err
+	}
+	e.queue = queue
+	e.dispatcher = event.NewDispatcher(queue, webhook.New(sealer, dcfg.Timeout), dcfg)
 
 	if cfg.EventsNATSURL != "" {
 		p, err := nats.New(ctx, cfg.EventsNATSURL, log.With("component", "nats"))
 		if err != nil {
-			return nil, err
+			queue.Close()
+			return nil, fmt.Errorf("EVENTS_NATS_URL: %w", err)
 		}
 		e.nats = p
-		e.relay = event.NewRelay(db.Webhooks(), p, dcfg.Poll, dcfg.OnError)
+		e.relay = event.NewRelay(queue, p, dcfg.Poll, dcfg.OnError)
 		e.relay.OnPublished = func(n int) { published.Add(float64(n)) }
 	}
 	return e, nil
@@ -111,10 +119,13 @@ func (e *events) spawn(fn func()) {
 // wait returns once run's goroutines have stopped.
 func (e *events) wait() { e.wg.Wait() }
 
-// close closes the NATS connection.
+// close closes the NATS connection and the delivery queue's pool.
 func (e *events) close() {
 	if e.nats != nil {
 		e.nats.Close()
+	}
+	if e.queue != nil {
+		e.queue.Close()
 	}
 }
 

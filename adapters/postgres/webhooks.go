@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/core/event"
 )
@@ -16,10 +17,38 @@ import (
 // it implements event.Queue and event.Stream.
 type Webhooks struct {
 	db dbtx
+	// q runs the claims and the settling of deliveries and publications.
+	q   dbtx
+	own *pgxpool.Pool // q's pool when it has one of its own
 }
 
 // Webhooks returns the webhook store.
-func (s *Store) Webhooks() *Webhooks { return &Webhooks{db: s.pool} }
+func (s *Store) Webhooks() *Webhooks { return &Webhooks{db: s.pool, q: s.pool} }
+
+// DeliveryQueue returns the webhook store of a dispatcher: its claims and
+// settling run on a small pool of their own whose commits do not wait for
+// the WAL flush (synchronous_commit off). That is safe for at-least-once
+// delivery, and it takes the flush wait off every claim and settle: if the
+// server crashes, a lost claim only lets its delivery be sent again, a lost
+// settle only sends it again. The events themselves are committed with
+// their changes, durably. Close closes the pool.
+func (s *Store) DeliveryQueue() (*Webhooks, error) {
+	pc := s.pool.Config().Copy()
+	pc.MaxConns, pc.MinConns = 2, 0 // the dispatcher, the NATS relay
+	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		return nil, fmt.Errorf("delivery queue pool: %w", err)
+	}
+	return &Webhooks{db: s.pool, q: pool, own: pool}, nil
+}
+
+// Close closes the pool of a DeliveryQueue.
+func (w *Webhooks) Close() {
+	if w.own != nil {
+		w.own.Close()
+	}
+}
 
 var (
 	_ event.Queue  = (*Webhooks)(nil)
@@ -114,7 +143,7 @@ func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub in
 	for s, n := range inflight {
 		subs, counts = append(subs, s), append(counts, int32(n))
 	}
-	rows, _ := w.db.Query(ctx, `
+	rows, _ := w.q.Query(ctx, `
 		WITH busy AS (SELECT * FROM unnest($1::uuid[], $2::int[]) AS b(sub, n)),
 		c AS (
 			SELECT c.id, row_number() OVER (PARTITION BY s.id ORDER BY c.next_attempt_at) AS rank,
@@ -167,7 +196,7 @@ func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
 			errs[i] = &o.Result.Err
 		}
 	}
-	_, err := w.db.Exec(ctx, `
+	_, err := w.q.Exec(ctx, `
 		UPDATE webhook_deliveries d
 		SET state = o.state, next_attempt_at = coalesce(o.next_at, d.next_attempt_at),
 			last_status = o.status, last_error = o.err, updated_at = now()
@@ -184,7 +213,7 @@ func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
 // ClaimUnpublished leases at most n events not yet on the message stream,
 // oldest first.
 func (w *Webhooks) ClaimUnpublished(ctx context.Context, n int, lease time.Duration) ([]event.Message, error) {
-	rows, _ := w.db.Query(ctx, `
+	rows, _ := w.q.Query(ctx, `
 		UPDATE events SET publish_after = now() + make_interval(secs => $2)
 		WHERE seq IN (
 			SELECT seq FROM events WHERE published_at IS NULL AND publish_after <= now()
@@ -204,7 +233,7 @@ func (w *Webhooks) ClaimUnpublished(ctx context.Context, n int, lease time.Durat
 
 // MarkPublished records that the events reached the message stream.
 func (w *Webhooks) MarkPublished(ctx context.Context, seqs []int64) error {
-	if _, err := w.db.Exec(ctx, `UPDATE events SET published_at = now() WHERE seq = ANY($1)`, seqs); err != nil {
+	if _, err := w.q.Exec(ctx, `UPDATE events SET published_at = now() WHERE seq = ANY($1)`, seqs); err != nil {
 		return fmt.Errorf("mark events published: %w", err)
 	}
 	return nil
