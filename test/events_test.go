@@ -773,11 +773,12 @@ func TestEvents_FailingReceiversAreRetriedAndNeverBlockOthers(t *testing.T) {
 		}
 		return true
 	})
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
 	huge := newReceiver(t, func(_ int, rw http.ResponseWriter, _ *http.Request) bool {
 		rw.Header().Set("Content-Type", "application/octet-stream")
 		rw.WriteHeader(http.StatusInternalServerError)
-		chunk := bytes.Repeat([]byte("x"), 1<<20)
-		for range 20 { // 20 MiB; the sender stops reading long before
+		rw.(http.Flusher).Flush() // the status goes at once, whatever the machine's load
+		for range 20 {            // 20 MiB; the sender stops reading long before
 			if _, err := rw.Write(chunk); err != nil {
 				break
 			}
@@ -788,8 +789,10 @@ func TestEvents_FailingReceiversAreRetriedAndNeverBlockOthers(t *testing.T) {
 
 	s := w.start(func(c *app.Config) {
 		h.configure(c)
-		c.Events = event.Config{Timeout: 300 * time.Millisecond, RetryBase: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond,
-			RetryFor: 3 * time.Second, Poll: 50 * time.Millisecond}
+		// A time-out long enough for a loaded machine (make test runs the
+		// packages at once) yet short enough for several attempts in RetryFor.
+		c.Events = event.Config{Timeout: time.Second, RetryBase: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond,
+			RetryFor: 4 * time.Second, Poll: 50 * time.Millisecond}
 	})
 	biz := w.createBusiness("owner")
 	owner := w.token("owner")

@@ -117,6 +117,9 @@ func (w *Webhooks) Deliveries(ctx context.Context, failedOnly bool, limit int) (
 		var r event.DeliveryRecord
 		err := row.Scan(&r.ID, &r.Subscription, &r.EventID, &r.Type, &r.State, &r.Attempts,
 			&r.LastStatus, &r.LastError, &r.NextAttemptAt, &r.OccurredAt, &r.UpdatedAt)
+		if r.State != event.Pending {
+			r.NextAttemptAt = nil
+		}
 		return r, err
 	})
 	if err != nil {

@@ -30,17 +30,19 @@ func (s Subscription) Wants(e Event) bool {
 
 // DeliveryRecord is how one delivery stands, for operators.
 type DeliveryRecord struct {
-	ID            int64     `json:"id"`
-	Subscription  string    `json:"subscriptionId"`
-	EventID       string    `json:"eventId"`
-	Type          Type      `json:"type"`
-	State         State     `json:"state"`
-	Attempts      int       `json:"attempts"`
-	LastStatus    int       `json:"lastStatus,omitempty"`
-	LastError     string    `json:"lastError,omitempty"`
-	NextAttemptAt time.Time `json:"nextAttemptAt"`
-	OccurredAt    time.Time `json:"occurredAt"`
-	UpdatedAt     time.Time `json:"updatedAt"`
+	ID           int64  `json:"id"`
+	Subscription string `json:"subscriptionId"`
+	EventID      string `json:"eventId"`
+	Type         Type   `json:"type"`
+	State        State  `json:"state"`
+	Attempts     int    `json:"attempts"`
+	LastStatus   int    `json:"lastStatus,omitempty"`
+	LastError    string `json:"lastError,omitempty"`
+	// NextAttemptAt is when a pending delivery is tried next (or, while
+	// an attempt is in flight, when its lease ends); nil once settled.
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	OccurredAt    time.Time  `json:"occurredAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
 }
 
 // ErrSubscriptionNotFound is an unknown subscription id.
