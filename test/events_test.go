@@ -887,9 +887,24 @@ func TestEvents_FailingReceiversAreRetriedAndNeverBlockOthers(t *testing.T) {
 	if n := target.requests(); n != 0 {
 		t.Errorf("the redirect was followed: its target got %d requests", n)
 	}
+	retries := 0
 	for _, rc := range failing {
 		if rc.requests() <= changes {
 			t.Errorf("a failing receiver got %d requests for %d events: no retries", rc.requests(), changes)
+		}
+		retries += rc.requests() - changes // each failing one's attempts but its last
+	}
+	// The attempts as /metrics counts them: delivered (healthy and flaky),
+	// failed for good, and the failed attempts retried (flaky's two each).
+	page := string(s.do("GET", "/metrics", "", nil).body)
+	for series, want := range map[string]float64{
+		`carebridge_webhook_attempts_total{outcome="delivered"}`: 2 * changes,
+		`carebridge_webhook_attempts_total{outcome="failed"}`:    float64(len(failing) * changes),
+		`carebridge_webhook_attempts_total{outcome="retry"}`:     float64(2*changes + retries),
+		`carebridge_webhook_delivery_seconds_count`:              2 * changes,
+	} {
+		if v, ok := metricValue(page, series); !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 		}
 	}
 }
