@@ -675,7 +675,11 @@ func queueLoop(b *testing.B, perSub int) queueRun {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	w := db.Webhooks()
+	w, err := db.DeliveryQueue() // the dispatcher's own pool, as the service has it
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
 	for range eventSubs {
 		s := event.Subscription{ID: newUUID(), URL: "http://127.0.0.1:9/hook", Types: []string{"*"}, Secret: []byte("sealed")}
 		if err := w.Add(ctx, &s); err != nil {
