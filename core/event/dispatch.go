@@ -149,99 +149,55 @@ type attempt struct {
 	r Result
 }
 
+// errStopped marks an attempt cut off by Run's end: it is not settled, so
+// its lease makes it due again.
+const errStopped = "stopped"
+
+// runner is the state of one Run: the attempts in flight, by subscription,
+// and the outcomes waiting to be settled.
+type runner struct {
+	*Dispatcher
+	sendCtx context.Context // the attempts' context, ended when Run ends
+	wg      sync.WaitGroup
+	done    chan attempt
+	// inflight counts this instance's attempts per subscription.
+	inflight map[string]int
+	// backlog holds the subscriptions whose last claim filled every slot:
+	// once half of them are free, the dispatcher claims again, in a
+	// batch, rather than once per finished attempt.
+	backlog   map[string]bool
+	outcomes  []Outcome
+	delivered []Delivery // the delivery of each outcome
+}
+
 // Run delivers until ctx is done. Then it stops the attempts in flight
 // (they are delivered again once their lease ends) and records what
 // finished.
 func (d *Dispatcher) Run(ctx context.Context) {
 	sendCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	done := make(chan attempt, 64)
-	inflight := map[string]int{}
-	// backlog holds the subscriptions whose last claim filled every slot:
-	// once half of them are free, the dispatcher claims again, in a batch,
-	// rather than once per finished attempt.
-	backlog := map[string]bool{}
-	var outcomes []Outcome
-	var delivered []Delivery
-
+	r := &runner{Dispatcher: d, sendCtx: sendCtx, done: make(chan attempt, 64),
+		inflight: map[string]int{}, backlog: map[string]bool{}}
 	poll := time.NewTicker(d.cfg.Poll)
 	defer poll.Stop()
-	var claimT, settleT *time.Timer
-	var claimC, settleC <-chan time.Time
-	want, last := true, time.Time{}
-
-	settle := func(ctx context.Context) {
-		if len(outcomes) == 0 {
-			return
-		}
-		if err := d.queue.Settle(ctx, outcomes); err != nil {
-			d.cfg.OnError("settle deliveries", err)
-		} else {
-			for i, o := range outcomes {
-				d.cfg.OnSettle(delivered[i], o)
-			}
-		}
-		outcomes, delivered = outcomes[:0], delivered[:0]
-		if settleT != nil {
-			settleT.Stop()
-			settleC = nil
-		}
-	}
+	var claimC, settleC <-chan time.Time // armed timers: the next claim, the next settle
+	want, last := true, time.Time{}      // a claim is wanted; when the last one was
 	for {
 		if want && claimC == nil && ctx.Err() == nil {
 			if wait := claimGap - d.now().Sub(last); wait > 0 {
-				claimT = time.NewTimer(wait)
-				claimC = claimT.C
+				claimC = time.After(wait)
 			} else {
 				last = d.now()
-				before := maps.Clone(inflight)
-				ds, err := d.queue.Claim(ctx, inflight, d.cfg.PerSubscription, d.cfg.lease())
-				if err != nil && ctx.Err() == nil {
-					d.cfg.OnError("claim deliveries", err)
-				}
-				for _, dl := range ds {
-					inflight[dl.Subscription]++
-					if inflight[dl.Subscription] == d.cfg.PerSubscription {
-						backlog[dl.Subscription] = true // it took all it could: more may wait
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						actx, cancel := context.WithTimeout(sendCtx, d.cfg.Timeout)
-						r := d.sender.Send(actx, dl)
-						cancel()
-						if sendCtx.Err() != nil {
-							r = Result{Err: "stopped"}
-						}
-						done <- attempt{dl, r}
-					}()
-				}
-				for sub := range backlog { // it had room and took less: none waits
-					if before[sub] < d.cfg.PerSubscription && inflight[sub] < d.cfg.PerSubscription {
-						delete(backlog, sub)
-					}
-				}
 				// A claim that found work looks again after claimGap:
 				// more may be due than one claim took.
-				if want = len(ds) > 0; want {
-					claimT = time.NewTimer(claimGap)
-					claimC = claimT.C
+				if want = r.claim(ctx); want {
+					claimC = time.After(claimGap)
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
 			stop()
-			go func() { wg.Wait(); close(done) }()
-			for a := range done {
-				if a.r.Err != "stopped" {
-					outcomes = append(outcomes, d.cfg.Outcome(a.d, a.r, d.now(), rand.Float64()))
-					delivered = append(delivered, a.d)
-				}
-			}
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			settle(sctx)
-			cancel()
+			r.finish(ctx)
 			return
 		case <-d.wake:
 			want = true
@@ -249,26 +205,106 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			want = true
 		case <-claimC:
 			claimC = nil
-		case a := <-done:
-			inflight[a.d.Subscription]--
-			if inflight[a.d.Subscription] == 0 {
-				delete(inflight, a.d.Subscription)
-			}
-			outcomes = append(outcomes, d.cfg.Outcome(a.d, a.r, d.now(), rand.Float64()))
-			delivered = append(delivered, a.d)
-			if backlog[a.d.Subscription] && inflight[a.d.Subscription] <= d.cfg.PerSubscription/2 {
-				delete(backlog, a.d.Subscription)
+		case a := <-r.done:
+			if r.finished(a) {
 				want = true
 			}
-			if len(outcomes) >= settleBatch {
-				settle(ctx)
+			if len(r.outcomes) >= settleBatch {
+				r.settle(ctx)
+				settleC = nil
 			} else if settleC == nil {
-				settleT = time.NewTimer(settleEvery)
-				settleC = settleT.C
+				settleC = time.After(settleEvery)
 			}
 		case <-settleC:
 			settleC = nil
-			settle(ctx)
+			r.settle(ctx)
 		}
 	}
+}
+
+// claim leases what is due within this instance's free slots and starts
+// an attempt for each; it reports whether it found any.
+func (r *runner) claim(ctx context.Context) bool {
+	before := maps.Clone(r.inflight)
+	ds, err := r.queue.Claim(ctx, r.inflight, r.cfg.PerSubscription, r.cfg.lease())
+	if err != nil && ctx.Err() == nil {
+		r.cfg.OnError("claim deliveries", err)
+	}
+	for _, dl := range ds {
+		r.inflight[dl.Subscription]++
+		if r.inflight[dl.Subscription] == r.cfg.PerSubscription {
+			r.backlog[dl.Subscription] = true // it took all it could: more may wait
+		}
+		r.wg.Add(1)
+		go r.send(dl)
+	}
+	for sub := range r.backlog { // it had room and took less: none waits
+		if before[sub] < r.cfg.PerSubscription && r.inflight[sub] < r.cfg.PerSubscription {
+			delete(r.backlog, sub)
+		}
+	}
+	return len(ds) > 0
+}
+
+// send makes one attempt, within the time-out, and hands its result back.
+func (r *runner) send(dl Delivery) {
+	defer r.wg.Done()
+	actx, cancel := context.WithTimeout(r.sendCtx, r.cfg.Timeout)
+	res := r.sender.Send(actx, dl)
+	cancel()
+	if r.sendCtx.Err() != nil {
+		res = Result{Err: errStopped}
+	}
+	r.done <- attempt{dl, res}
+}
+
+// finished records a's outcome for the next settle and reports whether a
+// claim is worth making now: a subscription with a backlog has half of
+// its slots free.
+func (r *runner) finished(a attempt) bool {
+	sub := a.d.Subscription
+	if r.inflight[sub]--; r.inflight[sub] == 0 {
+		delete(r.inflight, sub)
+	}
+	r.record(a)
+	if r.backlog[sub] && r.inflight[sub] <= r.cfg.PerSubscription/2 {
+		delete(r.backlog, sub)
+		return true
+	}
+	return false
+}
+
+func (r *runner) record(a attempt) {
+	r.outcomes = append(r.outcomes, r.cfg.Outcome(a.d, a.r, r.now(), rand.Float64()))
+	r.delivered = append(r.delivered, a.d)
+}
+
+// settle records the waiting outcomes; a failure is reported, and the
+// deliveries are tried again once their leases end.
+func (r *runner) settle(ctx context.Context) {
+	if len(r.outcomes) == 0 {
+		return
+	}
+	if err := r.queue.Settle(ctx, r.outcomes); err != nil {
+		r.cfg.OnError("settle deliveries", err)
+	} else {
+		for i, o := range r.outcomes {
+			r.cfg.OnSettle(r.delivered[i], o)
+		}
+	}
+	r.outcomes, r.delivered = r.outcomes[:0], r.delivered[:0]
+}
+
+// finish waits for the attempts in flight (their context has ended) and
+// settles those that finished, within 5 s.
+func (r *runner) finish(ctx context.Context) {
+	go func() { r.wg.Wait(); close(r.done) }()
+	for a := range r.done {
+		if a.r.Err != errStopped {
+			r.record(a)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	r.settle(sctx)
+	cancel()
 }
