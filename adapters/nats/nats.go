@@ -216,14 +216,6 @@ func check(m event.Message) error {
 	return nil
 }
 
-// Ping checks that the server answers and the stream exists.
-func (p *Publisher) Ping(ctx context.Context) error {
-	if _, err := p.js.Stream(ctx, StreamName); err != nil {
-		return fmt.Errorf("nats: ping: stream %s: %w", StreamName, err)
-	}
-	return nil
-}
-
 // Close drains the connection (acknowledgements on their way still
 // arrive) and closes it, within 5 s.
 func (p *Publisher) Close() {

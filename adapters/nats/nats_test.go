@@ -298,22 +298,6 @@ func TestIntegrationPublish_RefusesMessagesItCannotSendAsTheContractSays(t *test
 	}
 }
 
-func TestIntegrationPing_FailsWithoutTheStream(t *testing.T) {
-	js := fresh(t)
-	p := newPublisher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Ping(ctx); err != nil {
-		t.Fatalf("Ping: %v", err)
-	}
-	if err := js.DeleteStream(ctx, StreamName); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Ping(ctx); err == nil {
-		t.Error("Ping succeeded without the stream")
-	}
-}
-
 func TestNew_BadURLFailsPromptlyWithoutCredentials(t *testing.T) {
 	for _, u := range []string{
 		"nats://user:s3cret@127.0.0.1:1",

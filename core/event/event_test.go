@@ -196,32 +196,3 @@ func TestNew_FreshIDAndNow(t *testing.T) {
 		}
 	}
 }
-
-func TestSubscription_Wants(t *testing.T) {
-	booked := Appointment(AppointmentBooked, "a", "g", "booked", at, at)
-	uploaded := Blob(BlobUploaded, 1, "c", "5", "biz-1")
-	other := Blob(BlobUploaded, 2, "c", "6", "biz-2")
-	tests := []struct {
-		name string
-		s    Subscription
-		e    Event
-		want bool
-	}{
-		{"all", Subscription{Types: []string{All}}, booked, true},
-		{"all, blob", Subscription{Types: []string{All}}, uploaded, true},
-		{"listed", Subscription{Types: []string{"blob.deleted", "blob.uploaded"}}, uploaded, true},
-		{"not listed", Subscription{Types: []string{"blob.deleted"}}, uploaded, false},
-		{"no types", Subscription{}, uploaded, false},
-		{"its business", Subscription{Types: []string{All}, BusinessID: "biz-1"}, uploaded, true},
-		{"other business", Subscription{Types: []string{All}, BusinessID: "biz-1"}, other, false},
-		{"business, event of none", Subscription{Types: []string{All}, BusinessID: "biz-1"}, booked, false},
-		{"business and type", Subscription{Types: []string{"blob.uploaded"}, BusinessID: "biz-2"}, other, true},
-		{"business, wrong type", Subscription{Types: []string{"blob.deleted"}, BusinessID: "biz-2"}, other, false},
-		{"no business filter", Subscription{Types: []string{"appointment.booked"}}, booked, true},
-	}
-	for _, tt := range tests {
-		if got := tt.s.Wants(tt.e); got != tt.want {
-			t.Errorf("%s: Wants = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}

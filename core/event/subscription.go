@@ -1,7 +1,6 @@
 package event
 
 import (
-	"slices"
 	"time"
 
 	"github.com/carebridge/carebridge/core"
@@ -18,14 +17,6 @@ type Subscription struct {
 	// Secret is the signing secret, sealed; never shown after creation.
 	Secret    []byte
 	CreatedAt time.Time
-}
-
-// Wants reports whether s receives e.
-func (s Subscription) Wants(e Event) bool {
-	if !slices.Contains(s.Types, All) && !slices.Contains(s.Types, string(e.Type)) {
-		return false
-	}
-	return s.BusinessID == "" || s.BusinessID == e.BusinessID
 }
 
 // DeliveryRecord is how one delivery stands, for operators.
