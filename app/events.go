@@ -130,29 +130,7 @@ func (e *events) close() {
 }
 
 // purge removes, every eventPurgeEvery, the events past their retention
-// that no delivery waits for, a bounded batch at a time. Every instance
-// runs it; the deletes skip rows another instance holds.
+// that no delivery waits for, with their deliveries.
 func (e *events) purge(ctx context.Context) {
-	t := time.NewTicker(eventPurgeEvery)
-	defer t.Stop()
-	for {
-		for {
-			n, err := e.db.Webhooks().PurgeEvents(ctx, purgeBatch)
-			if err != nil {
-				if ctx.Err() == nil {
-					e.log.Warn("purge events", "error", err.Error())
-				}
-				break
-			}
-			e.purged.Add(float64(n))
-			if n < purgeBatch {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	purgeLoop(ctx, eventPurgeEvery, "purge events", e.db.Webhooks().PurgeEvents, e.log, e.purged)
 }

@@ -19,18 +19,26 @@ const (
 	sweepEvery = 10 * time.Minute
 )
 
-// purgeIdempotency removes Idempotency-Keys past their retention, a
-// bounded batch at a time, until ctx is done. Every instance runs it; the
-// deletes skip rows another instance holds.
+// purgeIdempotency removes Idempotency-Keys past their retention, every
+// purgeEvery until ctx is done.
 func purgeIdempotency(ctx context.Context, idem *postgres.Idempotency, log *slog.Logger, purged prometheus.Counter) {
-	t := time.NewTicker(purgeEvery)
+	purgeLoop(ctx, purgeEvery, "purge idempotency keys", idem.PurgeIdempotency, log, purged)
+}
+
+// purgeLoop runs purge every `every` until ctx is done, a bounded batch
+// at a time until a batch comes back short, and counts what went. Every
+// instance runs it: the purges delete with SKIP LOCKED, so rows another
+// instance holds are skipped, never deleted twice.
+func purgeLoop(ctx context.Context, every time.Duration, what string, purge func(context.Context, int) (int64, error),
+	log *slog.Logger, purged prometheus.Counter) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		for {
-			n, err := idem.PurgeIdempotency(ctx, purgeBatch)
+			n, err := purge(ctx, purgeBatch)
 			if err != nil {
 				if ctx.Err() == nil {
-					log.Warn("purge idempotency keys", "error", err.Error())
+					log.Warn(what, "error", err.Error())
 				}
 				break
 			}

@@ -179,7 +179,7 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 	}
 	if secret != nil {
 		cfg.IdempotencyKey = deriveKey(secret, "carebridge/idempotency/v1")
-		cfg.WebhookKey = deriveKey(secret, webhookKeyPurpose)
+		cfg.WebhookKey, _ = webhookKey(getenv) // the admin CLI's key; a bad key is reported above
 	} else if cfg.EHR != nil && cfg.EHR.Integration.EHR != "" {
 		bad("EHR_CREDENTIALS_KEY", "is required with integration.ehr (or set CLOUD_STORAGE_ENCRYPTION_KEY): it keys the Idempotency-Key fingerprints")
 	}
