@@ -82,7 +82,11 @@ type App struct {
 	listener net.Listener
 	purged   prometheus.Counter // expired Idempotency-Keys removed
 	swept    prometheus.Counter // orphan objects removed
-	blobs    *storage.Service
+	// reconciled counts the bookings whose lost outcome was settled, by
+	// outcome (recorded, released, failed).
+	reconciled  *prometheus.CounterVec
+	integration *ehr.Integration
+	blobs       *storage.Service
 	// closeAudit flushes and stops the audit writer.
 	closeAudit func()
 	events     *events
@@ -141,12 +145,18 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if ehrs.scheduler != nil && len(cfg.IdempotencyKey) == 0 {
 		return errors.New("EHR_CREDENTIALS_KEY: is required with integration.ehr: it keys the Idempotency-Key fingerprints")
 	}
-	integration := ehr.NewIntegration(ehrs.scheduler, a.db, a.db.Idempotency(), a.db.Bookings(), a.db.Outbox(), cfg.IdempotencyKey)
+	integration := ehr.NewIntegration(ehrs.scheduler, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache,
+		ehr.IntegrationConfig{FingerprintKey: cfg.IdempotencyKey, RateLimit: cfg.SearchRateLimit})
+	a.integration = integration
 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
 		Help: "Idempotency-Keys removed after their retention."})
 	registry.MustRegister(a.purged)
+	a.reconciled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_bookings_reconciled_total",
+		Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
+		[]string{"outcome"})
+	registry.MustRegister(a.reconciled)
 	auditor, closeAudit, err := newAuditor(a.db, registry)
 	if err != nil {
 		return err
@@ -263,6 +273,7 @@ func (a *App) Run(ctx context.Context) error {
 	defer stopJobs()
 	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
 	go sweepOrphans(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept)
+	go reconcileBookings(jobs, a.integration, a.log.With("component", "jobs"), a.reconciled)
 	a.events.run(jobs)
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -17,7 +18,43 @@ const (
 	purgeEvery = time.Hour
 	purgeBatch = 1000
 	sweepEvery = 10 * time.Minute
+	// reconcileEvery is how often each instance settles the bookings
+	// whose EHR answer was lost: within holdLease (2 min) + this of the
+	// loss, well inside the contract's 5 minutes.
+	reconcileEvery = 30 * time.Second
+	reconcileBatch = 100
 )
+
+// reconcileBookings settles, every reconcileEvery until ctx is done, the
+// bookings whose EHR answer was lost (ehr.Integration.Reconcile), a batch
+// at a time until a batch comes back short. Every instance runs it: each
+// booking is leased to one.
+func reconcileBookings(ctx context.Context, in *ehr.Integration, log *slog.Logger, done *prometheus.CounterVec) {
+	t := time.NewTicker(reconcileEvery)
+	defer t.Stop()
+	for {
+		for {
+			r, err := in.Reconcile(ctx, reconcileBatch)
+			done.WithLabelValues("recorded").Add(float64(r.Recorded))
+			done.WithLabelValues("released").Add(float64(r.Released))
+			done.WithLabelValues("failed").Add(float64(r.Failed))
+			if r.Recorded+r.Released > 0 {
+				log.Info("bookings reconciled", "recorded", r.Recorded, "released", r.Released)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("reconcile bookings", "error", err.Error())
+			}
+			if err != nil || r.Recorded+r.Released+r.Failed < reconcileBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
 
 // purgeIdempotency removes Idempotency-Keys past their retention, every
 // purgeEvery until ctx is done.

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/event"
 )
 
 const (
@@ -22,78 +20,6 @@ const (
 	// after it the key may be used afresh, and PurgeIdempotency removes it.
 	IdempotencyRetention = 24 * time.Hour
 )
-
-// sqlLockNotAvailable is the SQLSTATE of a lock wait past lock_timeout.
-const sqlLockNotAvailable = "55P03"
-
-// WithLock runs fn holding the PostgreSQL advisory lock named key, so one
-// agent's calendar check and booking run one at a time across instances.
-//
-// fn makes EHR round trips that may take seconds, and a session-level
-// advisory lock pins its connection for all of them. So the lock is held
-// on a connection of the lock pool, a second pool of at most
-// pool_max_lock_conns connections that nothing else uses: bookings can
-// then never take the main pool's connections that reads need, however many
-// there are or however slow the EHR is. (A semaphore in front of the main
-// pool would bound the holders just as well, but the main pool's size would
-// then have to be kept above the semaphore's by hand; two pools cannot
-// drift.) The advisory lock itself, not the pool, is what serialises one
-// agent's bookings, across every instance.
-//
-// The wait is bounded by the store's lock wait (pool_lock_wait), for the
-// lock connection and the lock together: no lock connection free in time is
-// ehr.ErrBookingBusy (503), the agent's lock still held by another booking
-// is ehr.ErrAgentBusy (409). The server waits for the lock itself, in the
-// order the waiters came, under lock_timeout set to what is left of the
-// wait; no polling.
-func (s *Store) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	deadline := time.Now().Add(s.lockWait)
-	wait, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	conn, err := s.locks.Acquire(wait)
-	if err != nil {
-		if ctx.Err() == nil && wait.Err() != nil {
-			return ehr.ErrBookingBusy.Wrap(fmt.Errorf("lock %s: no lock connection within %s", key, s.lockWait))
-		}
-		return fmt.Errorf("lock %s: %w", key, err)
-	}
-	defer conn.Release()
-	// lock_timeout 0 would mean no limit: at least 1 ms is left.
-	left := max(time.Until(deadline).Milliseconds(), 1)
-	if _, err := conn.Exec(ctx, `SELECT set_config('lock_timeout', $1, false)`, strconv.FormatInt(left, 10)); err != nil {
-		return fmt.Errorf("lock %s: %w", key, err)
-	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, key); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == sqlLockNotAvailable {
-			return ehr.ErrAgentBusy.Wrap(fmt.Errorf("lock %s: not free within %s", key, s.lockWait))
-		}
-		// Cancelled or broken mid-way, the lock may have been taken just
-		// before: the session must not go back to the pool; closing it
-		// ends the session and any lock it holds.
-		closeConn(conn)
-		return fmt.Errorf("lock %s: %w", key, err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key); err != nil {
-			// A session whose unlock failed must not go back to the pool
-			// holding the lock: closing it releases the lock.
-			closeConn(conn)
-		}
-	}()
-	return fn(ctx)
-}
-
-// closeConn closes a lock connection before its Release, so the pool drops
-// it. Close drops the socket even when it reports an error, and the server
-// then ends the session and its locks.
-func closeConn(conn *pgxpool.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = conn.Conn().Close(ctx)
-}
 
 // Idempotency is the store of Idempotency-Keys; it implements
 // ehr.IdempotencyStore.
@@ -191,12 +117,21 @@ func (s *Store) Bookings() *Bookings { return &Bookings{db: s.pool} }
 
 var _ ehr.BookingLog = (*Bookings)(nil)
 
-// recordBooking stores b and, the first time, writes b.Event (when it has
-// one).
+// recordBooking stores b, removes its hold and, the first time, writes
+// b.Event (when it has one).
 func recordBooking(ctx context.Context, db dbtx, b ehr.Booking) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-			b.Subject, b.AppointmentID)
+		if b.HoldID != "" {
+			if _, err := tx.Exec(ctx, `DELETE FROM booking_holds WHERE id = $1`, b.HoldID); err != nil {
+				return err
+			}
+		}
+		var start *time.Time
+		if !b.Start.IsZero() {
+			start = &b.Start
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id, start_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			b.Subject, b.AppointmentID, start)
 		if err != nil || tag.RowsAffected() == 0 || b.Event.ID == "" {
 			return err
 		}
@@ -204,11 +139,27 @@ func recordBooking(ctx context.Context, db dbtx, b ehr.Booking) error {
 	})
 }
 
-// Record stores b and writes its event, in one transaction; recording it
-// again changes nothing.
+// Record stores b, removes its hold and writes its event, in one
+// transaction; recording it again changes nothing.
 func (r *Bookings) Record(ctx context.Context, b ehr.Booking) error {
 	if err := recordBooking(ctx, r.db, b); err != nil {
 		return fmt.Errorf("record booking: %w", err)
+	}
+	return nil
+}
+
+// Changed notes a move or a cancellation of appointment id in its booking
+// records and writes e, in one transaction.
+func (r *Bookings) Changed(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error {
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE appointment_bookings SET start_at = $2, cancelled = $3 WHERE appointment_id = $1`,
+			id, start, cancelled); err != nil {
+			return err
+		}
+		return emit(ctx, tx, e)
+	})
+	if err != nil {
+		return fmt.Errorf("record change of appointment %s: %w", id, err)
 	}
 	return nil
 }

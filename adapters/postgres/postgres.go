@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // registers the pgx5 scheme
@@ -30,43 +28,20 @@ type dbtx interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Store is a connection pool to the service's database, and a second,
-// small pool that only holds the advisory locks of bookings (see WithLock).
+// Store is a connection pool to the service's database.
 type Store struct {
-	pool  *pgxpool.Pool
-	locks *pgxpool.Pool
-	// lockWait bounds how long WithLock waits for a lock connection and
-	// then for the lock itself.
-	lockWait time.Duration
+	pool *pgxpool.Pool
 }
 
-// The lock pool's settings, as parameters of DATABASE_URL beside pgxpool's
-// own pool_* ones (and, like them, never sent to the server).
-const (
-	// DefaultLockConns is how many bookings may hold an advisory lock at
-	// once on one instance (pool_max_lock_conns).
-	DefaultLockConns = 4
-	// DefaultLockWait is how long a booking waits for its agent's lock
-	// before it is answered ehr.ErrAgentBusy (pool_lock_wait, a Go
-	// duration).
-	DefaultLockWait = 5 * time.Second
-)
-
-// New connects to the database at url and checks that it answers. Besides
-// the main pool it opens the lock pool: at most pool_max_lock_conns
-// (DefaultLockConns) connections, which count on top of the main pool's
-// pool_max_conns against the server's max_connections.
+// New connects to the database at url and checks that it answers.
+// pool_max_lock_conns and pool_lock_wait, the settings of the lock pool of
+// earlier versions, are still accepted and ignored: bookings hold no
+// connection while the EHR answers (Holds).
 func New(ctx context.Context, url string) (*Store, error) {
-	url, lockConns, lockWait, err := lockParams(url)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(withoutObsoleteParams(url))
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
-	lockCfg := cfg.Copy()
-	lockCfg.MaxConns, lockCfg.MinConns = lockConns, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -75,47 +50,28 @@ func New(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	locks, err := pgxpool.NewWithConfig(ctx, lockCfg)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
-	return &Store{pool: pool, locks: locks, lockWait: lockWait}, nil
+	return &Store{pool: pool}, nil
 }
 
-// lockParams takes the lock pool's parameters out of url.
-func lockParams(raw string) (rest string, conns int32, wait time.Duration, err error) {
-	conns, wait = DefaultLockConns, DefaultLockWait
-	u, perr := url.Parse(raw)
-	if perr != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return raw, conns, wait, nil // a keyword/value string: pgxpool parses it, defaults apply
+// withoutObsoleteParams takes the parameters of the lock pool of earlier
+// versions out of a URL (pgxpool would send them to the server).
+func withoutObsoleteParams(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return raw // a keyword/value string: pgxpool parses it
 	}
 	q := u.Query()
-	if v := q.Get("pool_max_lock_conns"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n < 1 {
-			return "", 0, 0, fmt.Errorf("parse DATABASE_URL: pool_max_lock_conns %q: must be a whole number, 1 or more", v)
-		}
-		conns = int32(n)
-	}
-	if v := q.Get("pool_lock_wait"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return "", 0, 0, fmt.Errorf("parse DATABASE_URL: pool_lock_wait %q: must be a positive duration such as 5s", v)
-		}
-		wait = d
+	if !q.Has("pool_max_lock_conns") && !q.Has("pool_lock_wait") {
+		return raw
 	}
 	q.Del("pool_max_lock_conns")
 	q.Del("pool_lock_wait")
 	u.RawQuery = q.Encode()
-	return u.String(), conns, wait, nil
+	return u.String()
 }
 
-// Close closes every connection, the lock pool's too.
-func (s *Store) Close() {
-	s.locks.Close()
-	s.pool.Close()
-}
+// Close closes every connection.
+func (s *Store) Close() { s.pool.Close() }
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }

@@ -30,39 +30,100 @@ const (
 // Integration holds the appointment and agent use cases over the EHR that
 // integration.ehr names.
 type Integration struct {
-	ehr      Scheduler // nil: none configured
-	locks    Locker
-	idem     IdempotencyStore
-	bookings BookingLog
-	events   Events
-	fpKey    []byte // keys the Idempotency-Key fingerprints
-	now      func() time.Time
+	ehr       Scheduler // nil: none configured
+	holds     Holds
+	idem      IdempotencyStore
+	bookings  BookingLog
+	counter   Counter
+	fpKey     []byte // keys the Idempotency-Key fingerprints
+	rateLimit int
+	now       func() time.Time
+}
+
+// IntegrationConfig tunes the appointment use cases.
+type IntegrationConfig struct {
+	// FingerprintKey keys the HMAC that tells one booking request from
+	// another under the same Idempotency-Key; every instance sharing a
+	// database must use the same key.
+	FingerprintKey []byte
+	// RateLimit is how many appointment calls a patient-context caller may
+	// make a minute (0: unlimited).
+	RateLimit int
 }
 
 // NewIntegration returns the use cases; scheduler may be nil when the EHR
 // systems file names no integration EHR (every call is then
-// ErrNoIntegration). fingerprintKey keys the HMAC that tells one booking
-// request from another under the same Idempotency-Key; every instance
-// sharing a database must use the same key. Bookings, cancellations and
-// moves the EHR confirmed are told as events: a booking's with its record
-// (bookings, idem), the others through events.
-func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore, bookings BookingLog, events Events, fingerprintKey []byte) *Integration {
-	return &Integration{ehr: scheduler, locks: locks, idem: idem, bookings: bookings, events: events, fpKey: fingerprintKey, now: time.Now}
+// ErrNoIntegration). Bookings hold their agent's time in holds while the EHR
+// answers and are recorded in bookings (or with their Idempotency-Key's
+// outcome in idem); counter counts patient-context calls for the rate limit.
+func NewIntegration(scheduler Scheduler, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, cfg IntegrationConfig) *Integration {
+	return &Integration{ehr: scheduler, holds: holds, idem: idem, bookings: bookings, counter: counter,
+		fpKey: cfg.FingerprintKey, rateLimit: cfg.RateLimit, now: time.Now}
 }
+
+// The leases of booking holds.
+const (
+	// holdLease is how long an instance may take over the EHR calls of one
+	// booking before another takes it to have died; callBudget, the most
+	// those calls may take, stays well inside it.
+	holdLease  = 2 * time.Minute
+	callBudget = 90 * time.Second
+	// unknownSettle is how long after a call that ended without an answer
+	// the reconciler looks for its appointment: a late answer of the EHR
+	// has landed by then.
+	unknownSettle = 30 * time.Second
+)
+
+// MaxFutureAppointments is how many future appointments a patient-context
+// caller may hold (booked through the service, or being booked).
+const MaxFutureAppointments = 20
 
 // appointmentEvent is the event of type t about a, as the EHR confirmed it.
 func appointmentEvent(t event.Type, a Appointment) event.Event {
 	return event.Appointment(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End)
 }
 
-// emit writes the event of a change the EHR confirmed. The change is made:
-// when the event cannot be written the caller is told (an error), since
-// other systems will not hear of it.
-func (s *Integration) emit(ctx context.Context, t event.Type, a Appointment) error {
-	if err := s.events.Emit(context.WithoutCancel(ctx), appointmentEvent(t, a)); err != nil {
-		return fmt.Errorf("write %s event of appointment %s: %w", t, a.ID, err)
+// ErrAppointmentRateLimited is a patient-context caller past its
+// appointment calls of the minute.
+var ErrAppointmentRateLimited = &core.Error{Kind: core.KindRateLimited, Code: "rate_limited", Message: "Too many appointment calls; try again later"}
+
+// limit counts a patient-context caller's appointment call against its
+// fixed one-minute window; staff are not limited here.
+func (s *Integration) limit(ctx context.Context, subject string, r reach) error {
+	if r != reachOwn || s.rateLimit <= 0 || s.counter == nil {
+		return nil
+	}
+	n, ttl, err := s.counter.Incr(ctx, "rl:appt:v1:"+digest(subject), rateWindow)
+	if err != nil {
+		return fmt.Errorf("rate limit counter: %w", err)
+	}
+	if n > int64(s.rateLimit) {
+		e := ErrAppointmentRateLimited.WithMessage("More than %d appointment calls in a minute; try again in %d s", s.rateLimit, int(ttl.Seconds())+1)
+		e.RetryAfter = max(ttl, time.Second)
+		return e
 	}
 	return nil
+}
+
+// access checks the caller's scope for perm, counts a patient-context
+// call, and returns the caller, its reach and the EHR.
+func (s *Integration) access(ctx context.Context, perm byte) (core.Actor, reach, Scheduler, error) {
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return core.Actor{}, 0, nil, core.ErrUnauthenticated
+	}
+	r, err := appointmentReach(actor, perm)
+	if err != nil {
+		return core.Actor{}, 0, nil, err
+	}
+	sch, err := s.scheduler()
+	if err != nil {
+		return core.Actor{}, 0, nil, err
+	}
+	if err := s.limit(ctx, actor.Subject, r); err != nil {
+		return core.Actor{}, 0, nil, err
+	}
+	return actor, r, sch, nil
 }
 
 // maxOwnAppointments bounds the appointments a patient-context listing
@@ -191,68 +252,68 @@ func (s *Integration) checkPatient(p PatientContact, f *fieldErrors) PatientCont
 // the agent's calendar. With an Idempotency-Key, a repeat returns the
 // first answer — the appointment or the failure — and books nothing new.
 //
-// Every booking is recorded with the caller's subject (with the
-// Idempotency-Key's outcome, in one transaction), so a patient-context
-// caller can later list, cancel and move what it booked, from any instance.
+// The booking holds its agent's time (Holds) while the EHR answers, so
+// bookings of other agents never wait for it and two of one agent at
+// overlapping times give one success. The hold is its record before the
+// EHR is called: when the answer is lost (a time-out, a crash), a repeat
+// with the same Idempotency-Key, or else the reconciler, finds the
+// appointment by the hold's reference. Every booking is recorded with the
+// caller's subject (with the Idempotency-Key's outcome, in one
+// transaction), so a patient-context caller can later list, cancel and
+// move what it booked, from any instance.
 func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error) {
-	actor, ok := core.ActorFrom(ctx)
-	if !ok {
-		return Booked{}, core.ErrUnauthenticated
-	}
-	if _, err := appointmentReach(actor, core.PermCreate); err != nil {
-		return Booked{}, err
-	}
-	sch, err := s.scheduler()
+	actor, reach, sch, err := s.access(ctx, core.PermCreate)
 	if err != nil {
 		return Booked{}, err
 	}
-	if r.IdempotencyKey == "" {
-		a, err := s.book(ctx, sch, r)
-		if err != nil {
-			return Booked{}, err
-		}
-		b := Booking{Subject: actor.Subject, AppointmentID: a.ID, Event: appointmentEvent(event.AppointmentBooked, a)}
-		if err := s.bookings.Record(context.WithoutCancel(ctx), b); err != nil {
-			return Booked{}, fmt.Errorf("record booking %s: %w", a.ID, err)
-		}
-		return Booked{Appointment: a}, nil
+	key := r.IdempotencyKey
+	if key == "" {
+		a, err := s.book(ctx, sch, actor, reach, r)
+		return Booked{Appointment: a}, err
 	}
-	if len(r.IdempotencyKey) > 255 || strings.ContainsFunc(r.IdempotencyKey, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+	if len(key) > 255 || strings.ContainsFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
 		return Booked{}, ErrInvalidIdempotencyKey
 	}
-	fp := s.fingerprint(actor.Subject, r)
-	stored, done, err := s.idem.Claim(ctx, actor.Subject, r.IdempotencyKey, fp)
-	if err != nil {
+	stored, done, err := s.idem.Claim(ctx, actor.Subject, key, s.fingerprint(actor.Subject, r))
+	switch {
+	case errors.Is(err, ErrIdempotencyInProgress):
+		return s.resume(ctx, sch, actor, r)
+	case err != nil:
 		return Booked{}, err
-	}
-	if done {
+	case done:
 		return replay(ctx, sch, stored)
 	}
-	a, err := s.book(ctx, sch, r)
+	a, err := s.book(ctx, sch, actor, reach, r)
 	var ce *core.Error
 	if err != nil && (!errors.As(err, &ce) || !isFinal(ce.Kind) || errors.Is(err, ErrAgentBusy)) {
-		// Upstream or internal failures may be retried with the same key.
-		// The caller gets err either way; a key that stays claimed expires
-		// with the Idempotency-Key retention (cores do not log).
-		_ = s.idem.Release(context.WithoutCancel(ctx), actor.Subject, r.IdempotencyKey)
+		if !errors.Is(err, errOutcomeUnknown) {
+			// Upstream or internal failures may be retried with the same
+			// key. The caller gets err either way; a key that stays
+			// claimed expires with the Idempotency-Key retention (cores
+			// do not log).
+			_ = s.idem.Release(context.WithoutCancel(ctx), actor.Subject, key)
+		}
+		// A booking whose outcome is unknown keeps its key: a repeat
+		// resumes it (resume).
 		return Booked{}, err
 	}
-	var out outcome
-	var booking *Booking
 	if err != nil {
-		out.Error = &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}
-	} else {
-		out.AppointmentID, out.Status = a.ID, string(a.Status)
-		booking = &Booking{Subject: actor.Subject, AppointmentID: a.ID, Event: appointmentEvent(event.AppointmentBooked, a)}
+		return Booked{}, s.complete(ctx, actor.Subject, key, outcome{Error: &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
 	}
-	raw, merr := json.Marshal(out)
-	if merr == nil {
-		merr = s.idem.Complete(context.WithoutCancel(ctx), actor.Subject, r.IdempotencyKey, raw, booking)
+	return Booked{Appointment: a}, nil
+}
+
+// complete stores an Idempotency-Key's outcome (and the booking, when b is
+// set) and returns answer, the request's own result.
+func (s *Integration) complete(ctx context.Context, subject, key string, out outcome, b *Booking, answer error) error {
+	raw, err := json.Marshal(out)
+	if err == nil {
+		err = s.idem.Complete(context.WithoutCancel(ctx), subject, key, raw, b)
 	}
-	if merr != nil {
-		return Booked{}, fmt.Errorf("store idempotent outcome: %w", merr)
+	if err != nil {
+		return fmt.Errorf("store idempotent outcome: %w", err)
 	}
-	return Booked{Appointment: a}, err
+	return answer
 }
 
 // isFinal tells the failures a repeat must see again (the client's fault
@@ -314,7 +375,9 @@ func (s *Integration) fingerprint(subject string, r BookingRequest) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func (s *Integration) book(ctx context.Context, sch Scheduler, r BookingRequest) (Appointment, error) {
+// appointment checks a booking request and returns the appointment it
+// asks for (the agent is not asked yet).
+func (s *Integration) appointment(r BookingRequest) (Appointment, error) {
 	var f fieldErrors
 	agentID := strings.TrimSpace(r.AgentID)
 	if agentID == "" {
@@ -331,22 +394,131 @@ func (s *Integration) book(ctx context.Context, sch Scheduler, r BookingRequest)
 	if err := f.err(); err != nil {
 		return Appointment{}, err
 	}
-	if _, err := sch.GetAgent(ctx, agentID); err != nil {
+	return Appointment{
+		AgentID: agentID, Start: start, End: end, Status: StatusBooked,
+		Reason: strings.TrimSpace(r.Reason), LocationID: strings.TrimSpace(r.LocationID), Patient: patient,
+	}, nil
+}
+
+// book checks the request, holds the agent's time, and creates and
+// records the appointment.
+func (s *Integration) book(ctx context.Context, sch Scheduler, actor core.Actor, r reach, req BookingRequest) (Appointment, error) {
+	a, err := s.appointment(req)
+	if err != nil {
 		return Appointment{}, err
 	}
-	var booked Appointment
-	err := s.locks.WithLock(ctx, "agent:"+agentID, func(ctx context.Context) error {
-		if err := s.checkFree(ctx, sch, agentID, start, end, nil); err != nil {
-			return err
+	if _, err := sch.GetAgent(ctx, a.AgentID); err != nil {
+		return Appointment{}, err
+	}
+	h := Hold{ID: core.NewUUID(), Kind: HoldBook, AgentID: a.AgentID, Start: a.Start, End: a.End,
+		Subject: actor.Subject, IdempotencyKey: req.IdempotencyKey}
+	if r == reachOwn {
+		h.MaxFuture = MaxFutureAppointments
+	}
+	if err := s.holds.Take(ctx, h, holdLease); err != nil {
+		return Appointment{}, err
+	}
+	return s.create(ctx, sch, h, a)
+}
+
+// errOutcomeUnknown marks a booking whose EHR call ended without an
+// answer: the appointment may exist. Its hold and Idempotency-Key stay.
+var errOutcomeUnknown = errors.New("the EHR did not answer the booking; its outcome is unknown")
+
+// create checks that the agent is free, creates a in the EHR under hold
+// h's reference, and records it. A failure that shows nothing was booked
+// releases h; any other leaves h to a repeat or the reconciler.
+func (s *Integration) create(ctx context.Context, sch Scheduler, h Hold, a Appointment) (Appointment, error) {
+	call, cancel := context.WithTimeout(ctx, callBudget)
+	defer cancel()
+	if err := s.checkFree(call, sch, h.AgentID, h.Start, h.End, nil); err != nil {
+		s.release(ctx, h)
+		return Appointment{}, err
+	}
+	a.Ref = h.ID
+	booked, err := sch.CreateAppointment(call, a)
+	if err != nil {
+		if !mayHaveBooked(err) {
+			s.release(ctx, h)
+			return Appointment{}, err
 		}
-		var err error
-		booked, err = sch.CreateAppointment(ctx, Appointment{
-			AgentID: agentID, Start: start, End: end, Status: StatusBooked,
-			Reason: strings.TrimSpace(r.Reason), LocationID: strings.TrimSpace(r.LocationID), Patient: patient,
-		})
-		return err
-	})
-	return booked, err
+		// Best effort: a hold not marked is due once its lease runs out.
+		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, unknownSettle)
+		return Appointment{}, errors.Join(err, errOutcomeUnknown)
+	}
+	return booked, s.settle(ctx, h, booked)
+}
+
+// settle records a booking the EHR confirmed and removes its hold: with its
+// Idempotency-Key's outcome when it has one, in one transaction, with its
+// event.
+func (s *Integration) settle(ctx context.Context, h Hold, a Appointment) error {
+	b := Booking{Subject: h.Subject, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID, Event: appointmentEvent(event.AppointmentBooked, a)}
+	if h.IdempotencyKey != "" {
+		return s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{AppointmentID: a.ID, Status: string(a.Status)}, &b, nil)
+	}
+	if err := s.bookings.Record(context.WithoutCancel(ctx), b); err != nil {
+		return fmt.Errorf("record booking %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// release gives back the time of hold h. Best effort: a hold that stays is
+// found not booked by the reconciler once its lease runs out.
+func (s *Integration) release(ctx context.Context, h Hold) {
+	_ = s.holds.Release(context.WithoutCancel(ctx), h.ID)
+}
+
+// mayHaveBooked reports whether a failed EHR call may still have made its
+// change: anything but the EHR's own refusal, or a call that was never
+// sent (rate limit, open breaker, refused credentials).
+func mayHaveBooked(err error) bool {
+	var ce *core.Error
+	if !errors.As(err, &ce) {
+		return true
+	}
+	switch {
+	case isFinal(ce.Kind), ce.Kind == core.KindRateLimited, ce.Code == "circuit_open", ce.Code == "ehr_auth_failed":
+		return false
+	}
+	return true
+}
+
+// resume answers a repeat of an Idempotency-Key whose first request has no
+// outcome yet. When that booking's EHR call ended without an answer (or
+// its instance died), the repeat takes its hold over: the appointment the
+// EHR holds under the hold's reference is recorded and answered, and when
+// there is none it is booked now, under the same reference. Otherwise the
+// first request is still running.
+func (s *Integration) resume(ctx context.Context, sch Scheduler, actor core.Actor, r BookingRequest) (Booked, error) {
+	h, found, err := s.holds.Resume(ctx, actor.Subject, r.IdempotencyKey, holdLease)
+	if err != nil {
+		return Booked{}, err
+	}
+	if !found {
+		return Booked{}, ErrIdempotencyInProgress
+	}
+	a, err := s.appointment(r)
+	if err != nil { // the fingerprint matched: not expected
+		return Booked{}, err
+	}
+	booked, ok, err := sch.FindAppointment(ctx, Appointment{Ref: h.ID, AgentID: h.AgentID, Start: h.Start, End: h.End})
+	switch {
+	case err != nil:
+		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, 0)
+		return Booked{}, err
+	case ok:
+		return Booked{Appointment: booked}, s.settle(ctx, h, booked)
+	}
+	booked, err = s.create(ctx, sch, h, a)
+	var ce *core.Error
+	if err != nil && errors.As(err, &ce) && isFinal(ce.Kind) && !errors.Is(err, ErrAgentBusy) {
+		return Booked{}, s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{Error: &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
+	}
+	if err != nil && !errors.Is(err, errOutcomeUnknown) {
+		_ = s.idem.Release(context.WithoutCancel(ctx), h.Subject, h.IdempotencyKey)
+	}
+	return Booked{Appointment: booked}, err
 }
 
 // checkFree makes sure the agent is free for all of [start, end); own, when
@@ -377,7 +549,7 @@ func covers(periods []Period, start, end time.Time) bool {
 
 // Cancel cancels appointment id; a cancelled one is a conflict.
 func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointment, error) {
-	sch, err := s.mayChange(ctx, id)
+	_, sch, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
@@ -395,13 +567,24 @@ func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointmen
 	if err != nil {
 		return Appointment{}, err
 	}
-	return cancelled, s.emit(ctx, event.AppointmentCancelled, cancelled)
+	return cancelled, s.changed(ctx, event.AppointmentCancelled, cancelled)
+}
+
+// changed notes a move or a cancellation the EHR confirmed in the booking
+// record and writes its event. The change is made: when this fails the
+// caller is told (an error), since other systems will not hear of it.
+func (s *Integration) changed(ctx context.Context, t event.Type, a Appointment) error {
+	if err := s.bookings.Changed(context.WithoutCancel(ctx), a.ID, a.Start, a.Status == StatusCancelled, appointmentEvent(t, a)); err != nil {
+		return fmt.Errorf("write %s event of appointment %s: %w", t, a.ID, err)
+	}
+	return nil
 }
 
 // Reschedule moves appointment id, with the checks of a booking; a
-// cancelled one is a conflict.
+// cancelled one is a conflict. The new time is held while the EHR answers,
+// as a booking's is.
 func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (Appointment, error) {
-	sch, err := s.mayChange(ctx, id)
+	actor, sch, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
@@ -417,19 +600,41 @@ func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (
 	if a.Status == StatusCancelled {
 		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", id)
 	}
-	var moved Appointment
-	err = s.locks.WithLock(ctx, "agent:"+a.AgentID, func(ctx context.Context) error {
-		if err := s.checkFree(ctx, sch, a.AgentID, start, end, &Period{Start: a.Start, End: a.End}); err != nil {
-			return err
-		}
-		var err error
-		moved, err = sch.RescheduleAppointment(ctx, id, start, end)
-		return err
-	})
+	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: start, End: end, Subject: actor.Subject, AppointmentID: id}
+	if err := s.holds.Take(ctx, h, holdLease); err != nil {
+		return Appointment{}, err
+	}
+	defer s.release(ctx, h)
+	call, cancel := context.WithTimeout(ctx, callBudget)
+	defer cancel()
+	if err := s.checkFree(call, sch, a.AgentID, start, end, &Period{Start: a.Start, End: a.End}); err != nil {
+		return Appointment{}, err
+	}
+	moved, err := sch.RescheduleAppointment(call, id, start, end)
 	if err != nil {
 		return Appointment{}, err
 	}
-	return moved, s.emit(ctx, event.AppointmentRescheduled, moved)
+	return moved, s.changed(ctx, event.AppointmentRescheduled, moved)
+}
+
+// mayChange checks that the caller may cancel or reschedule appointment
+// id: staff any, a patient only one it booked; any other id, existing or
+// not, is not found for it (before the EHR is asked).
+func (s *Integration) mayChange(ctx context.Context, id string) (core.Actor, Scheduler, error) {
+	actor, r, sch, err := s.access(ctx, core.PermUpdate)
+	if err != nil {
+		return core.Actor{}, nil, err
+	}
+	if r == reachOwn {
+		mine, err := s.bookings.IsBookedBy(ctx, actor.Subject, id)
+		if err != nil {
+			return core.Actor{}, nil, fmt.Errorf("read bookings: %w", err)
+		}
+		if !mine {
+			return core.Actor{}, nil, ErrAppointmentNotFound
+		}
+	}
+	return actor, sch, nil
 }
 
 func (s *Integration) authorized(ctx context.Context) (Scheduler, error) {
@@ -437,34 +642,6 @@ func (s *Integration) authorized(ctx context.Context) (Scheduler, error) {
 		return nil, core.ErrUnauthenticated
 	}
 	return s.scheduler()
-}
-
-// mayChange checks that the caller may cancel or reschedule appointment
-// id: staff any, a patient only one it booked; any other id, existing or
-// not, is not found for it (before the EHR is asked).
-func (s *Integration) mayChange(ctx context.Context, id string) (Scheduler, error) {
-	actor, ok := core.ActorFrom(ctx)
-	if !ok {
-		return nil, core.ErrUnauthenticated
-	}
-	r, err := appointmentReach(actor, core.PermUpdate)
-	if err != nil {
-		return nil, err
-	}
-	sch, err := s.scheduler()
-	if err != nil {
-		return nil, err
-	}
-	if r == reachOwn {
-		mine, err := s.bookings.IsBookedBy(ctx, actor.Subject, id)
-		if err != nil {
-			return nil, fmt.Errorf("read bookings: %w", err)
-		}
-		if !mine {
-			return nil, ErrAppointmentNotFound
-		}
-	}
-	return sch, nil
 }
 
 // paging checks page and limit (defaults 1 and 20, limit at most 100).
@@ -488,15 +665,7 @@ func paging(page, limit int, f *fieldErrors) (int, int) {
 // the caller booked for a patient-context caller (the filters apply within
 // them).
 func (s *Integration) Appointments(ctx context.Context, flt AppointmentFilter) (Page[Appointment], error) {
-	actor, ok := core.ActorFrom(ctx)
-	if !ok {
-		return Page[Appointment]{}, core.ErrUnauthenticated
-	}
-	r, err := appointmentReach(actor, core.PermSearch)
-	if err != nil {
-		return Page[Appointment]{}, err
-	}
-	sch, err := s.scheduler()
+	actor, r, sch, err := s.access(ctx, core.PermSearch)
 	if err != nil {
 		return Page[Appointment]{}, err
 	}

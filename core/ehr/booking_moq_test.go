@@ -7,83 +7,308 @@ import (
 	"context"
 	"github.com/carebridge/carebridge/core/event"
 	"sync"
+	"time"
 )
 
-// Ensure, that LockerMock does implement Locker.
+// Ensure, that HoldsMock does implement Holds.
 // If this is not the case, regenerate this file with moq.
-var _ Locker = &LockerMock{}
+var _ Holds = &HoldsMock{}
 
-// LockerMock is a mock implementation of Locker.
+// HoldsMock is a mock implementation of Holds.
 //
-//	func TestSomethingThatUsesLocker(t *testing.T) {
+//	func TestSomethingThatUsesHolds(t *testing.T) {
 //
-//		// make and configure a mocked Locker
-//		mockedLocker := &LockerMock{
-//			WithLockFunc: func(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-//				panic("mock out the WithLock method")
+//		// make and configure a mocked Holds
+//		mockedHolds := &HoldsMock{
+//			DueFunc: func(ctx context.Context, n int, lease time.Duration) ([]Hold, error) {
+//				panic("mock out the Due method")
+//			},
+//			ReleaseFunc: func(ctx context.Context, id string) error {
+//				panic("mock out the Release method")
+//			},
+//			ResumeFunc: func(ctx context.Context, subject string, key string, lease time.Duration) (Hold, bool, error) {
+//				panic("mock out the Resume method")
+//			},
+//			TakeFunc: func(ctx context.Context, h Hold, lease time.Duration) error {
+//				panic("mock out the Take method")
+//			},
+//			UnknownFunc: func(ctx context.Context, id string, after time.Duration) error {
+//				panic("mock out the Unknown method")
 //			},
 //		}
 //
-//		// use mockedLocker in code that requires Locker
+//		// use mockedHolds in code that requires Holds
 //		// and then make assertions.
 //
 //	}
-type LockerMock struct {
-	// WithLockFunc mocks the WithLock method.
-	WithLockFunc func(ctx context.Context, key string, fn func(ctx context.Context) error) error
+type HoldsMock struct {
+	// DueFunc mocks the Due method.
+	DueFunc func(ctx context.Context, n int, lease time.Duration) ([]Hold, error)
+
+	// ReleaseFunc mocks the Release method.
+	ReleaseFunc func(ctx context.Context, id string) error
+
+	// ResumeFunc mocks the Resume method.
+	ResumeFunc func(ctx context.Context, subject string, key string, lease time.Duration) (Hold, bool, error)
+
+	// TakeFunc mocks the Take method.
+	TakeFunc func(ctx context.Context, h Hold, lease time.Duration) error
+
+	// UnknownFunc mocks the Unknown method.
+	UnknownFunc func(ctx context.Context, id string, after time.Duration) error
 
 	// calls tracks calls to the methods.
 	calls struct {
-		// WithLock holds details about calls to the WithLock method.
-		WithLock []struct {
+		// Due holds details about calls to the Due method.
+		Due []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
+			// N is the n argument value.
+			N int
+			// Lease is the lease argument value.
+			Lease time.Duration
+		}
+		// Release holds details about calls to the Release method.
+		Release []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+		}
+		// Resume holds details about calls to the Resume method.
+		Resume []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Subject is the subject argument value.
+			Subject string
 			// Key is the key argument value.
 			Key string
-			// Fn is the fn argument value.
-			Fn func(ctx context.Context) error
+			// Lease is the lease argument value.
+			Lease time.Duration
+		}
+		// Take holds details about calls to the Take method.
+		Take []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// H is the h argument value.
+			H Hold
+			// Lease is the lease argument value.
+			Lease time.Duration
+		}
+		// Unknown holds details about calls to the Unknown method.
+		Unknown []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// After is the after argument value.
+			After time.Duration
 		}
 	}
-	lockWithLock sync.RWMutex
+	lockDue     sync.RWMutex
+	lockRelease sync.RWMutex
+	lockResume  sync.RWMutex
+	lockTake    sync.RWMutex
+	lockUnknown sync.RWMutex
 }
 
-// WithLock calls WithLockFunc.
-func (mock *LockerMock) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	if mock.WithLockFunc == nil {
-		panic("LockerMock.WithLockFunc: method is nil but Locker.WithLock was just called")
+// Due calls DueFunc.
+func (mock *HoldsMock) Due(ctx context.Context, n int, lease time.Duration) ([]Hold, error) {
+	if mock.DueFunc == nil {
+		panic("HoldsMock.DueFunc: method is nil but Holds.Due was just called")
+	}
+	callInfo := struct {
+		Ctx   context.Context
+		N     int
+		Lease time.Duration
+	}{
+		Ctx:   ctx,
+		N:     n,
+		Lease: lease,
+	}
+	mock.lockDue.Lock()
+	mock.calls.Due = append(mock.calls.Due, callInfo)
+	mock.lockDue.Unlock()
+	return mock.DueFunc(ctx, n, lease)
+}
+
+// DueCalls gets all the calls that were made to Due.
+// Check the length with:
+//
+//	len(mockedHolds.DueCalls())
+func (mock *HoldsMock) DueCalls() []struct {
+	Ctx   context.Context
+	N     int
+	Lease time.Duration
+} {
+	var calls []struct {
+		Ctx   context.Context
+		N     int
+		Lease time.Duration
+	}
+	mock.lockDue.RLock()
+	calls = mock.calls.Due
+	mock.lockDue.RUnlock()
+	return calls
+}
+
+// Release calls ReleaseFunc.
+func (mock *HoldsMock) Release(ctx context.Context, id string) error {
+	if mock.ReleaseFunc == nil {
+		panic("HoldsMock.ReleaseFunc: method is nil but Holds.Release was just called")
 	}
 	callInfo := struct {
 		Ctx context.Context
-		Key string
-		Fn  func(ctx context.Context) error
+		ID  string
 	}{
 		Ctx: ctx,
-		Key: key,
-		Fn:  fn,
+		ID:  id,
 	}
-	mock.lockWithLock.Lock()
-	mock.calls.WithLock = append(mock.calls.WithLock, callInfo)
-	mock.lockWithLock.Unlock()
-	return mock.WithLockFunc(ctx, key, fn)
+	mock.lockRelease.Lock()
+	mock.calls.Release = append(mock.calls.Release, callInfo)
+	mock.lockRelease.Unlock()
+	return mock.ReleaseFunc(ctx, id)
 }
 
-// WithLockCalls gets all the calls that were made to WithLock.
+// ReleaseCalls gets all the calls that were made to Release.
 // Check the length with:
 //
-//	len(mockedLocker.WithLockCalls())
-func (mock *LockerMock) WithLockCalls() []struct {
+//	len(mockedHolds.ReleaseCalls())
+func (mock *HoldsMock) ReleaseCalls() []struct {
 	Ctx context.Context
-	Key string
-	Fn  func(ctx context.Context) error
+	ID  string
 } {
 	var calls []struct {
 		Ctx context.Context
-		Key string
-		Fn  func(ctx context.Context) error
+		ID  string
 	}
-	mock.lockWithLock.RLock()
-	calls = mock.calls.WithLock
-	mock.lockWithLock.RUnlock()
+	mock.lockRelease.RLock()
+	calls = mock.calls.Release
+	mock.lockRelease.RUnlock()
+	return calls
+}
+
+// Resume calls ResumeFunc.
+func (mock *HoldsMock) Resume(ctx context.Context, subject string, key string, lease time.Duration) (Hold, bool, error) {
+	if mock.ResumeFunc == nil {
+		panic("HoldsMock.ResumeFunc: method is nil but Holds.Resume was just called")
+	}
+	callInfo := struct {
+		Ctx     context.Context
+		Subject string
+		Key     string
+		Lease   time.Duration
+	}{
+		Ctx:     ctx,
+		Subject: subject,
+		Key:     key,
+		Lease:   lease,
+	}
+	mock.lockResume.Lock()
+	mock.calls.Resume = append(mock.calls.Resume, callInfo)
+	mock.lockResume.Unlock()
+	return mock.ResumeFunc(ctx, subject, key, lease)
+}
+
+// ResumeCalls gets all the calls that were made to Resume.
+// Check the length with:
+//
+//	len(mockedHolds.ResumeCalls())
+func (mock *HoldsMock) ResumeCalls() []struct {
+	Ctx     context.Context
+	Subject string
+	Key     string
+	Lease   time.Duration
+} {
+	var calls []struct {
+		Ctx     context.Context
+		Subject string
+		Key     string
+		Lease   time.Duration
+	}
+	mock.lockResume.RLock()
+	calls = mock.calls.Resume
+	mock.lockResume.RUnlock()
+	return calls
+}
+
+// Take calls TakeFunc.
+func (mock *HoldsMock) Take(ctx context.Context, h Hold, lease time.Duration) error {
+	if mock.TakeFunc == nil {
+		panic("HoldsMock.TakeFunc: method is nil but Holds.Take was just called")
+	}
+	callInfo := struct {
+		Ctx   context.Context
+		H     Hold
+		Lease time.Duration
+	}{
+		Ctx:   ctx,
+		H:     h,
+		Lease: lease,
+	}
+	mock.lockTake.Lock()
+	mock.calls.Take = append(mock.calls.Take, callInfo)
+	mock.lockTake.Unlock()
+	return mock.TakeFunc(ctx, h, lease)
+}
+
+// TakeCalls gets all the calls that were made to Take.
+// Check the length with:
+//
+//	len(mockedHolds.TakeCalls())
+func (mock *HoldsMock) TakeCalls() []struct {
+	Ctx   context.Context
+	H     Hold
+	Lease time.Duration
+} {
+	var calls []struct {
+		Ctx   context.Context
+		H     Hold
+		Lease time.Duration
+	}
+	mock.lockTake.RLock()
+	calls = mock.calls.Take
+	mock.lockTake.RUnlock()
+	return calls
+}
+
+// Unknown calls UnknownFunc.
+func (mock *HoldsMock) Unknown(ctx context.Context, id string, after time.Duration) error {
+	if mock.UnknownFunc == nil {
+		panic("HoldsMock.UnknownFunc: method is nil but Holds.Unknown was just called")
+	}
+	callInfo := struct {
+		Ctx   context.Context
+		ID    string
+		After time.Duration
+	}{
+		Ctx:   ctx,
+		ID:    id,
+		After: after,
+	}
+	mock.lockUnknown.Lock()
+	mock.calls.Unknown = append(mock.calls.Unknown, callInfo)
+	mock.lockUnknown.Unlock()
+	return mock.UnknownFunc(ctx, id, after)
+}
+
+// UnknownCalls gets all the calls that were made to Unknown.
+// Check the length with:
+//
+//	len(mockedHolds.UnknownCalls())
+func (mock *HoldsMock) UnknownCalls() []struct {
+	Ctx   context.Context
+	ID    string
+	After time.Duration
+} {
+	var calls []struct {
+		Ctx   context.Context
+		ID    string
+		After time.Duration
+	}
+	mock.lockUnknown.RLock()
+	calls = mock.calls.Unknown
+	mock.lockUnknown.RUnlock()
 	return calls
 }
 
@@ -308,6 +533,9 @@ var _ BookingLog = &BookingLogMock{}
 //			BookedByFunc: func(ctx context.Context, subject string) ([]string, error) {
 //				panic("mock out the BookedBy method")
 //			},
+//			ChangedFunc: func(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error {
+//				panic("mock out the Changed method")
+//			},
 //			IsBookedByFunc: func(ctx context.Context, subject string, id string) (bool, error) {
 //				panic("mock out the IsBookedBy method")
 //			},
@@ -324,6 +552,9 @@ type BookingLogMock struct {
 	// BookedByFunc mocks the BookedBy method.
 	BookedByFunc func(ctx context.Context, subject string) ([]string, error)
 
+	// ChangedFunc mocks the Changed method.
+	ChangedFunc func(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error
+
 	// IsBookedByFunc mocks the IsBookedBy method.
 	IsBookedByFunc func(ctx context.Context, subject string, id string) (bool, error)
 
@@ -338,6 +569,19 @@ type BookingLogMock struct {
 			Ctx context.Context
 			// Subject is the subject argument value.
 			Subject string
+		}
+		// Changed holds details about calls to the Changed method.
+		Changed []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// Start is the start argument value.
+			Start time.Time
+			// Cancelled is the cancelled argument value.
+			Cancelled bool
+			// E is the e argument value.
+			E event.Event
 		}
 		// IsBookedBy holds details about calls to the IsBookedBy method.
 		IsBookedBy []struct {
@@ -357,6 +601,7 @@ type BookingLogMock struct {
 		}
 	}
 	lockBookedBy   sync.RWMutex
+	lockChanged    sync.RWMutex
 	lockIsBookedBy sync.RWMutex
 	lockRecord     sync.RWMutex
 }
@@ -394,6 +639,54 @@ func (mock *BookingLogMock) BookedByCalls() []struct {
 	mock.lockBookedBy.RLock()
 	calls = mock.calls.BookedBy
 	mock.lockBookedBy.RUnlock()
+	return calls
+}
+
+// Changed calls ChangedFunc.
+func (mock *BookingLogMock) Changed(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error {
+	if mock.ChangedFunc == nil {
+		panic("BookingLogMock.ChangedFunc: method is nil but BookingLog.Changed was just called")
+	}
+	callInfo := struct {
+		Ctx       context.Context
+		ID        string
+		Start     time.Time
+		Cancelled bool
+		E         event.Event
+	}{
+		Ctx:       ctx,
+		ID:        id,
+		Start:     start,
+		Cancelled: cancelled,
+		E:         e,
+	}
+	mock.lockChanged.Lock()
+	mock.calls.Changed = append(mock.calls.Changed, callInfo)
+	mock.lockChanged.Unlock()
+	return mock.ChangedFunc(ctx, id, start, cancelled, e)
+}
+
+// ChangedCalls gets all the calls that were made to Changed.
+// Check the length with:
+//
+//	len(mockedBookingLog.ChangedCalls())
+func (mock *BookingLogMock) ChangedCalls() []struct {
+	Ctx       context.Context
+	ID        string
+	Start     time.Time
+	Cancelled bool
+	E         event.Event
+} {
+	var calls []struct {
+		Ctx       context.Context
+		ID        string
+		Start     time.Time
+		Cancelled bool
+		E         event.Event
+	}
+	mock.lockChanged.RLock()
+	calls = mock.calls.Changed
+	mock.lockChanged.RUnlock()
 	return calls
 }
 
@@ -473,74 +766,80 @@ func (mock *BookingLogMock) RecordCalls() []struct {
 	return calls
 }
 
-// Ensure, that EventsMock does implement Events.
+// Ensure, that CounterMock does implement Counter.
 // If this is not the case, regenerate this file with moq.
-var _ Events = &EventsMock{}
+var _ Counter = &CounterMock{}
 
-// EventsMock is a mock implementation of Events.
+// CounterMock is a mock implementation of Counter.
 //
-//	func TestSomethingThatUsesEvents(t *testing.T) {
+//	func TestSomethingThatUsesCounter(t *testing.T) {
 //
-//		// make and configure a mocked Events
-//		mockedEvents := &EventsMock{
-//			EmitFunc: func(ctx context.Context, e event.Event) error {
-//				panic("mock out the Emit method")
+//		// make and configure a mocked Counter
+//		mockedCounter := &CounterMock{
+//			IncrFunc: func(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error) {
+//				panic("mock out the Incr method")
 //			},
 //		}
 //
-//		// use mockedEvents in code that requires Events
+//		// use mockedCounter in code that requires Counter
 //		// and then make assertions.
 //
 //	}
-type EventsMock struct {
-	// EmitFunc mocks the Emit method.
-	EmitFunc func(ctx context.Context, e event.Event) error
+type CounterMock struct {
+	// IncrFunc mocks the Incr method.
+	IncrFunc func(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
-		// Emit holds details about calls to the Emit method.
-		Emit []struct {
+		// Incr holds details about calls to the Incr method.
+		Incr []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
-			// E is the e argument value.
-			E event.Event
+			// Key is the key argument value.
+			Key string
+			// TTL is the ttl argument value.
+			TTL time.Duration
 		}
 	}
-	lockEmit sync.RWMutex
+	lockIncr sync.RWMutex
 }
 
-// Emit calls EmitFunc.
-func (mock *EventsMock) Emit(ctx context.Context, e event.Event) error {
-	if mock.EmitFunc == nil {
-		panic("EventsMock.EmitFunc: method is nil but Events.Emit was just called")
+// Incr calls IncrFunc.
+func (mock *CounterMock) Incr(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error) {
+	if mock.IncrFunc == nil {
+		panic("CounterMock.IncrFunc: method is nil but Counter.Incr was just called")
 	}
 	callInfo := struct {
 		Ctx context.Context
-		E   event.Event
+		Key string
+		TTL time.Duration
 	}{
 		Ctx: ctx,
-		E:   e,
+		Key: key,
+		TTL: ttl,
 	}
-	mock.lockEmit.Lock()
-	mock.calls.Emit = append(mock.calls.Emit, callInfo)
-	mock.lockEmit.Unlock()
-	return mock.EmitFunc(ctx, e)
+	mock.lockIncr.Lock()
+	mock.calls.Incr = append(mock.calls.Incr, callInfo)
+	mock.lockIncr.Unlock()
+	return mock.IncrFunc(ctx, key, ttl)
 }
 
-// EmitCalls gets all the calls that were made to Emit.
+// IncrCalls gets all the calls that were made to Incr.
 // Check the length with:
 //
-//	len(mockedEvents.EmitCalls())
-func (mock *EventsMock) EmitCalls() []struct {
+//	len(mockedCounter.IncrCalls())
+func (mock *CounterMock) IncrCalls() []struct {
 	Ctx context.Context
-	E   event.Event
+	Key string
+	TTL time.Duration
 } {
 	var calls []struct {
 		Ctx context.Context
-		E   event.Event
+		Key string
+		TTL time.Duration
 	}
-	mock.lockEmit.RLock()
-	calls = mock.calls.Emit
-	mock.lockEmit.RUnlock()
+	mock.lockIncr.RLock()
+	calls = mock.calls.Incr
+	mock.lockIncr.RUnlock()
 	return calls
 }

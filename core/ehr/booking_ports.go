@@ -2,20 +2,67 @@ package ehr
 
 import (
 	"context"
+	"time"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/event"
 )
 
-//go:generate go tool moq -rm -out booking_moq_test.go . Locker IdempotencyStore BookingLog Events
+//go:generate go tool moq -rm -out booking_moq_test.go . Holds IdempotencyStore BookingLog Counter
 
-// Locker serialises the bookings of one agent across every instance of the
-// service (PostgreSQL advisory locks), so a check of the agent's calendar
-// and the booking that follows it are one step. Its wait is bounded: a key
-// held by another booking for too long is ErrAgentBusy, too many bookings
-// in progress at once is ErrBookingBusy; neither runs fn.
-type Locker interface {
-	WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error
+// Hold is a booking or a move under way in the EHR: the agent's time it
+// claims, and for a booking its record before the EHR is called.
+type Hold struct {
+	// ID is the service's reference of the booking, which the adapter
+	// puts on the EHR appointment (Appointment.Ref).
+	ID      string
+	Kind    HoldKind
+	AgentID string
+	Start   time.Time
+	End     time.Time
+	// Subject is who books; IdempotencyKey is the booking's key ("" none).
+	Subject        string
+	IdempotencyKey string
+	// AppointmentID is the appointment a move moves.
+	AppointmentID string
+	// MaxFuture, when above zero, is how many future appointments (booked
+	// and held) Subject may have once this hold is taken.
+	MaxFuture int
+	// Attempts counts the reconciler's tries so far.
+	Attempts int
+}
+
+// HoldKind tells a booking's hold from a move's.
+type HoldKind string
+
+// The kinds of hold.
+const (
+	HoldBook HoldKind = "book"
+	HoldMove HoldKind = "move"
+)
+
+// Holds keeps the holds of bookings in progress, across every instance.
+// Each call is one short transaction: nothing is held while the EHR
+// answers. Two holds of one agent never overlap (a database constraint).
+type Holds interface {
+	// Take records h, leased to the caller for lease. An overlapping hold
+	// of the agent is ErrAgentBusy; a subject over h.MaxFuture is
+	// ErrAppointmentLimit.
+	Take(ctx context.Context, h Hold, lease time.Duration) error
+	// Release removes hold id.
+	Release(ctx context.Context, id string) error
+	// Unknown marks hold id as settled by nobody yet: its EHR call ended
+	// without an answer, so it may have booked. It becomes due after
+	// after.
+	Unknown(ctx context.Context, id string, after time.Duration) error
+	// Resume leases to the caller the booking hold of subject's
+	// Idempotency-Key when nobody is calling the EHR for it (its outcome is
+	// unknown, or its lease ran out); found is false otherwise.
+	Resume(ctx context.Context, subject, key string, lease time.Duration) (h Hold, found bool, err error)
+	// Due leases to the caller at most n holds whose outcome is unknown or
+	// whose lease ran out (their instance died), oldest first; several
+	// instances may call it at once and never get the same hold.
+	Due(ctx context.Context, n int, lease time.Duration) ([]Hold, error)
 }
 
 // Booking records who booked an appointment through the service: a
@@ -24,8 +71,12 @@ type Locker interface {
 type Booking struct {
 	Subject       string
 	AppointmentID string
+	Start         time.Time
+	// HoldID is the hold the booking settles; it is removed with the
+	// record.
+	HoldID string
 	// Event is the appointment.booked event of the booking, written with
-	// the record (a replayed request records nothing, so emits nothing).
+	// the record (a booking recorded again emits nothing).
 	Event event.Event
 }
 
@@ -49,8 +100,12 @@ type IdempotencyStore interface {
 
 // BookingLog keeps who booked which appointment, across every instance.
 type BookingLog interface {
-	// Record stores b.
+	// Record stores b, removes its hold and writes its event, in one
+	// transaction; recording it again changes nothing.
 	Record(ctx context.Context, b Booking) error
+	// Changed notes that the EHR moved or cancelled appointment id (start,
+	// cancelled) and writes e, in one transaction.
+	Changed(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error
 	// BookedBy returns the ids of the appointments subject booked, oldest
 	// first.
 	BookedBy(ctx context.Context, subject string) ([]string, error)
@@ -58,18 +113,20 @@ type BookingLog interface {
 	IsBookedBy(ctx context.Context, subject, id string) (bool, error)
 }
 
-// Events writes the events of changes the EHR confirmed (cancel,
-// reschedule) to the outbox.
-type Events interface {
-	Emit(ctx context.Context, e event.Event) error
+// Counter counts calls in fixed windows, for rate limits (the search
+// Cache's counters).
+type Counter interface {
+	Incr(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error)
 }
 
-// The failures of a bounded lock wait. Both are worth a retry: they are
-// never kept as an Idempotency-Key's outcome.
-var (
-	ErrAgentBusy   = &core.Error{Kind: core.KindConflict, Code: "agent_busy", Message: "Another booking of this agent is in progress; try again"}
-	ErrBookingBusy = &core.Error{Kind: core.KindUnavailable, Code: "booking_busy", Message: "Too many bookings are in progress; try again"}
-)
+// ErrAgentBusy is a booking or move of an agent at a time that overlaps
+// one still under way: a conflict of the moment, worth a retry, and never
+// kept as an Idempotency-Key's outcome.
+var ErrAgentBusy = &core.Error{Kind: core.KindConflict, Code: "agent_busy", Message: "Another booking of this agent at an overlapping time is in progress; try again"}
+
+// ErrAppointmentLimit is a patient-context booking beyond MaxFutureAppointments.
+var ErrAppointmentLimit = &core.Error{Kind: core.KindConflict, Code: "too_many_appointments",
+	Message: "This caller already holds the most future appointments allowed"}
 
 // The failures of Idempotency-Key handling.
 var (

@@ -112,47 +112,172 @@ func subtract(p Period, appts map[string]Appointment, agent string) []Period {
 	return out
 }
 
-func mutexLocker() *LockerMock {
-	var mu sync.Mutex
-	return &LockerMock{WithLockFunc: func(ctx context.Context, _ string, fn func(context.Context) error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return fn(ctx)
-	}}
+// memHolds is a Holds in memory with the rules of the PostgreSQL store:
+// no two overlapping holds of one agent, a subject's future appointments
+// counted against MaxFuture (with what booked records), leases.
+type memHolds struct {
+	*HoldsMock
+	mu    sync.Mutex
+	holds map[string]*memHold
+	now   func() time.Time
 }
 
-// recordEvents is an Events that keeps what it is given.
-func recordEvents() *EventsMock {
-	return &EventsMock{EmitFunc: func(context.Context, event.Event) error { return nil }}
+type memHold struct {
+	Hold
+	unknown bool
+	until   time.Time
 }
 
-// memBookings is a BookingLog in memory.
-func memBookings() *BookingLogMock {
-	var mu sync.Mutex
-	by := map[string][]string{}
-	return &BookingLogMock{
+func newMemHolds(bookings *memBookingLog, now func() time.Time) *memHolds {
+	m := &memHolds{holds: map[string]*memHold{}, now: now}
+	m.HoldsMock = &HoldsMock{
+		TakeFunc: func(_ context.Context, h Hold, lease time.Duration) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if h.MaxFuture > 0 {
+				n := bookings.future(h.Subject, m.now())
+				for _, o := range m.holds {
+					if o.Subject == h.Subject && o.Kind == HoldBook && o.End.After(m.now()) {
+						n++
+					}
+				}
+				if n >= h.MaxFuture {
+					return ErrAppointmentLimit
+				}
+			}
+			for _, o := range m.holds {
+				if o.AgentID == h.AgentID && o.Start.Before(h.End) && h.Start.Before(o.End) {
+					return ErrAgentBusy
+				}
+				if h.IdempotencyKey != "" && o.Subject == h.Subject && o.IdempotencyKey == h.IdempotencyKey {
+					return ErrIdempotencyInProgress
+				}
+			}
+			m.holds[h.ID] = &memHold{Hold: h, until: m.now().Add(lease)}
+			return nil
+		},
+		ReleaseFunc: func(_ context.Context, id string) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			delete(m.holds, id)
+			return nil
+		},
+		UnknownFunc: func(_ context.Context, id string, after time.Duration) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if h, ok := m.holds[id]; ok {
+				h.unknown, h.until = true, m.now().Add(after)
+			}
+			return nil
+		},
+		ResumeFunc: func(_ context.Context, sub, key string, lease time.Duration) (Hold, bool, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, h := range m.holds {
+				if h.Subject == sub && h.IdempotencyKey == key && h.Kind == HoldBook && (h.unknown || h.until.Before(m.now())) {
+					h.unknown, h.until = false, m.now().Add(lease)
+					h.Attempts++
+					return h.Hold, true, nil
+				}
+			}
+			return Hold{}, false, nil
+		},
+		DueFunc: func(_ context.Context, n int, lease time.Duration) ([]Hold, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			var out []Hold
+			for _, h := range m.holds {
+				if len(out) < n && h.until.Before(m.now()) {
+					h.unknown, h.until = false, m.now().Add(lease)
+					h.Attempts++
+					out = append(out, h.Hold)
+				}
+			}
+			return out, nil
+		},
+	}
+	return m
+}
+
+// count returns how many holds are kept.
+func (m *memHolds) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.holds)
+}
+
+// memBookingLog is a BookingLog in memory.
+type memBookingLog struct {
+	*BookingLogMock
+	mu    sync.Mutex
+	by    map[string][]string
+	start map[string]time.Time
+	gone  map[string]bool // cancelled
+	holds *memHolds       // removes a booking's hold with its record
+}
+
+func (l *memBookingLog) future(sub string, now time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, id := range l.by[sub] {
+		if !l.gone[id] && l.start[id].After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+func memBookings() *memBookingLog {
+	l := &memBookingLog{by: map[string][]string{}, start: map[string]time.Time{}, gone: map[string]bool{}}
+	l.BookingLogMock = &BookingLogMock{
 		RecordFunc: func(_ context.Context, b Booking) error {
-			mu.Lock()
-			defer mu.Unlock()
-			by[b.Subject] = append(by[b.Subject], b.AppointmentID)
+			if b.HoldID != "" && l.holds != nil {
+				l.holds.ReleaseFunc(context.Background(), b.HoldID)
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if !slices.Contains(l.by[b.Subject], b.AppointmentID) {
+				l.by[b.Subject] = append(l.by[b.Subject], b.AppointmentID)
+				l.start[b.AppointmentID] = b.Start
+			}
+			return nil
+		},
+		ChangedFunc: func(_ context.Context, id string, start time.Time, cancelled bool, _ event.Event) error {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.start[id], l.gone[id] = start, cancelled
 			return nil
 		},
 		BookedByFunc: func(_ context.Context, sub string) ([]string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			return slices.Clone(by[sub]), nil
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return slices.Clone(l.by[sub]), nil
 		},
 		IsBookedByFunc: func(_ context.Context, sub, id string) (bool, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			return slices.Contains(by[sub], id), nil
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return slices.Contains(l.by[sub], id), nil
 		},
 	}
+	return l
+}
+
+// memCounter counts in memory, in one window that never ends.
+func memCounter() *CounterMock {
+	var mu sync.Mutex
+	n := map[string]int64{}
+	return &CounterMock{IncrFunc: func(_ context.Context, key string, ttl time.Duration) (int64, time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n[key]++
+		return n[key], ttl, nil
+	}}
 }
 
 // memIdempotency is an IdempotencyStore in memory that records bookings in
 // log, as the PostgreSQL store does in its transaction.
-func memIdempotency(log *BookingLogMock) *IdempotencyStoreMock {
+func memIdempotency(log *memBookingLog) *IdempotencyStoreMock {
 	var mu sync.Mutex
 	type entry struct {
 		fp   string
@@ -204,8 +329,14 @@ var (
 var testFingerprintKey = []byte("0123456789abcdef0123456789abcdef")
 
 func integration(c *calendar) *Integration {
+	return integrationWith(c, IntegrationConfig{FingerprintKey: testFingerprintKey})
+}
+
+func integrationWith(c Scheduler, cfg IntegrationConfig) *Integration {
 	log := memBookings()
-	s := NewIntegration(c, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKey)
+	holds := newMemHolds(log, func() time.Time { return nowTest })
+	log.holds = holds
+	s := NewIntegration(c, holds, memIdempotency(log), log, memCounter(), cfg)
 	s.now = func() time.Time { return nowTest }
 	return s
 }
@@ -304,7 +435,7 @@ func TestBook_ConcurrentBookingsOfTheSameTimeGiveOneAppointment(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case errors.Is(err, ErrAgentUnavailable):
+		case errors.Is(err, ErrAgentUnavailable), errors.Is(err, ErrAgentBusy):
 			conflicts++
 		}
 	}
@@ -346,48 +477,324 @@ func TestBook_IdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 		t.Fatalf("the first answer was 409; the repeat got %+v %v", b, err)
 	}
 
-	// An upstream failure is not stored: the same key may try again.
+	// An upstream failure that booked nothing is not stored: the same key
+	// may try again.
 	c.CreateAppointmentFunc = func(context.Context, Appointment) (Appointment, error) {
-		return Appointment{}, &core.Error{Kind: core.KindBadGateway, Code: "ehr_error", Message: "down"}
+		return Appointment{}, &core.Error{Kind: core.KindUnavailable, Code: "circuit_open", Message: "down"}
 	}
 	retry := request("2030-03-05T09:00:00-06:00", "2030-03-05T09:30:00-06:00")
 	retry.IdempotencyKey = "key-3"
-	if _, err := s.Book(caller("u"), retry); core.KindOf(err) != core.KindBadGateway {
+	if _, err := s.Book(caller("u"), retry); core.KindOf(err) != core.KindUnavailable {
 		t.Fatal(err)
 	}
 	if len(s.idem.(*IdempotencyStoreMock).ReleaseCalls()) != 1 {
-		t.Fatal("the key of a failed upstream call was kept")
+		t.Fatal("the key of a call that was never sent was kept")
 	}
 	if _, err := s.Book(caller("u"), BookingRequest{IdempotencyKey: "bad key"}); !errors.Is(err, ErrInvalidIdempotencyKey) {
 		t.Fatalf("bad key: %v", err)
 	}
 }
 
-func TestBook_BusyLockIsRetriedWithTheSameKey(t *testing.T) {
-	for _, busy := range []*core.Error{ErrAgentBusy.Wrap(errors.New("lock wait")), ErrBookingBusy} {
-		t.Run(busy.Code, func(t *testing.T) {
+func TestBook_BusyAgentIsRetriedWithTheSameKey(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	// Another booking of the agent, overlapping, is under way.
+	other := Hold{ID: "h-other", Kind: HoldBook, AgentID: "dr-1", Subject: "x",
+		Start: time.Date(2030, 3, 4, 19, 15, 0, 0, time.UTC), End: time.Date(2030, 3, 4, 19, 45, 0, 0, time.UTC)}
+	if err := s.holds.Take(context.Background(), other, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r := request("2030-03-04T13:00:00-06:00", "2030-03-04T13:30:00-06:00")
+	r.IdempotencyKey = "key-1"
+	if _, err := s.Book(caller("u"), r); !errors.Is(err, ErrAgentBusy) {
+		t.Fatalf("an overlapping hold: %v", err)
+	}
+	if len(c.CreateAppointmentCalls()) != 0 || len(c.FreePeriodsCalls()) != 0 {
+		t.Fatal("the EHR was asked while the time was held by another booking")
+	}
+	// The same agent at another time is not held up.
+	if _, err := s.Book(caller("v"), request("2030-03-04T15:00:00-06:00", "2030-03-04T15:30:00-06:00")); err != nil {
+		t.Fatalf("another time of the agent: %v", err)
+	}
+	_ = s.holds.Release(context.Background(), other.ID)
+	if b, err := s.Book(caller("u"), r); err != nil || b.Replayed {
+		t.Fatalf("the retry with the same key was not a new request: %+v %v", b, err)
+	}
+	if n := s.holds.(*memHolds).count(); n != 0 {
+		t.Fatalf("%d holds left after the bookings", n)
+	}
+}
+
+func TestBook_DifferentAgentsDoNotWaitForEachOther(t *testing.T) {
+	agents := make([]Agent, 10)
+	for i := range agents {
+		agents[i] = Agent{ID: fmt.Sprint("dr-", i), Timezone: "America/Chicago"}
+	}
+	c := newCalendar(agents...)
+	// Every booking's EHR call waits until all ten are in the EHR at once:
+	// bookings that waited for each other would never get there.
+	var arrived sync.WaitGroup
+	arrived.Add(len(agents))
+	create := c.CreateAppointmentFunc
+	c.CreateAppointmentFunc = func(ctx context.Context, a Appointment) (Appointment, error) {
+		arrived.Done()
+		arrived.Wait()
+		return create(ctx, a)
+	}
+	s := integration(c)
+	errs := make([]error, len(agents))
+	var wg sync.WaitGroup
+	for i := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+			r.AgentID = agents[i].ID
+			_, errs[i] = s.Book(caller("u"), r)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.appts) != len(agents) {
+		t.Fatalf("%d appointments", len(c.appts))
+	}
+}
+
+func TestBook_LostAnswerIsResumedWithTheSameKey(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	create := c.CreateAppointmentFunc
+	timeout := &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "no answer"}
+	c.CreateAppointmentFunc = func(ctx context.Context, a Appointment) (Appointment, error) {
+		if _, err := create(ctx, a); err != nil { // booked, then the answer is lost
+			return Appointment{}, err
+		}
+		return Appointment{}, timeout
+	}
+	c.FindAppointmentFunc = func(_ context.Context, ref Appointment) (Appointment, bool, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, a := range c.appts {
+			if a.Ref == ref.Ref {
+				return a, true, nil
+			}
+		}
+		return Appointment{}, false, nil
+	}
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.IdempotencyKey = "key-lost"
+	if _, err := s.Book(caller("u"), r); !errors.Is(err, timeout) {
+		t.Fatalf("first: %v", err)
+	}
+	if len(s.idem.(*IdempotencyStoreMock).ReleaseCalls()) != 0 || s.holds.(*memHolds).count() != 1 {
+		t.Fatal("a booking whose outcome is unknown gave up its key or its hold")
+	}
+	// The time stays held: nobody else books it meanwhile.
+	if _, err := s.Book(caller("v"), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); !errors.Is(err, ErrAgentBusy) {
+		t.Fatalf("another caller, same time: %v", err)
+	}
+	c.CreateAppointmentFunc = create
+	b, err := s.Book(caller("u"), r)
+	if err != nil || b.Appointment.ID == "" {
+		t.Fatalf("the repeat: %+v %v", b, err)
+	}
+	if len(c.appts) != 1 || len(c.CreateAppointmentCalls()) != 1 {
+		t.Fatalf("%d appointments, %d creates: the repeat booked again", len(c.appts), len(c.CreateAppointmentCalls()))
+	}
+	if ids, _ := s.bookings.BookedBy(context.Background(), "u"); len(ids) != 1 || ids[0] != b.Appointment.ID {
+		t.Fatalf("booked by u: %v", ids)
+	}
+	if again, err := s.Book(caller("u"), r); err != nil || !again.Replayed || again.Appointment.ID != b.Appointment.ID {
+		t.Fatalf("a third repeat: %+v %v", again, err)
+	}
+	if n := s.holds.(*memHolds).count(); n != 0 {
+		t.Fatalf("%d holds left", n)
+	}
+}
+
+func TestBook_ResumedBookingNotInTheEHRIsBookedUnderTheSameReference(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	create := c.CreateAppointmentFunc
+	c.CreateAppointmentFunc = func(ctx context.Context, a Appointment) (Appointment, error) {
+		return Appointment{}, &core.Error{Kind: core.KindBadGateway, Code: "ehr_unreachable", Message: "link dropped"}
+	}
+	c.FindAppointmentFunc = func(context.Context, Appointment) (Appointment, bool, error) { return Appointment{}, false, nil }
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.IdempotencyKey = "key-1"
+	if _, err := s.Book(caller("u"), r); core.KindOf(err) != core.KindBadGateway {
+		t.Fatal(err)
+	}
+	c.CreateAppointmentFunc = create
+	if _, err := s.Book(caller("u"), r); err != nil {
+		t.Fatal(err)
+	}
+	calls := c.CreateAppointmentCalls()
+	if len(calls) != 2 || calls[0].A.Ref == "" || calls[0].A.Ref != calls[1].A.Ref {
+		t.Fatalf("creates %d, refs %q", len(calls), calls[0].A.Ref)
+	}
+}
+
+func TestBook_RefusalOrUnsentCallReleasesTheHold(t *testing.T) {
+	for _, fail := range []*core.Error{
+		ErrAgentUnavailable,
+		{Kind: core.KindUnavailable, Code: "circuit_open", Message: "open"},
+		{Kind: core.KindRateLimited, Code: "rate_limited", Message: "slow down"},
+	} {
+		t.Run(fail.Code, func(t *testing.T) {
 			c := newCalendar(chicago)
+			c.CreateAppointmentFunc = func(context.Context, Appointment) (Appointment, error) { return Appointment{}, fail }
 			s := integration(c)
-			held := true
-			s.locks = &LockerMock{WithLockFunc: func(ctx context.Context, _ string, fn func(context.Context) error) error {
-				if held {
-					return busy
-				}
-				return fn(ctx)
-			}}
-			r := request("2030-03-04T13:00:00-06:00", "2030-03-04T13:30:00-06:00")
-			r.IdempotencyKey = "key-1"
-			if _, err := s.Book(caller("u"), r); !errors.Is(err, busy) {
-				t.Fatalf("a busy lock: %v", err)
+			if _, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); !errors.Is(err, fail) {
+				t.Fatal(err)
 			}
-			if len(c.CreateAppointmentCalls()) != 0 {
-				t.Fatal("booked without the lock")
-			}
-			held = false
-			if b, err := s.Book(caller("u"), r); err != nil || b.Replayed {
-				t.Fatalf("the retry with the same key was not a new request: %+v %v", b, err)
+			if n := s.holds.(*memHolds).count(); n != 0 {
+				t.Fatalf("%d holds kept after a call that booked nothing", n)
 			}
 		})
+	}
+}
+
+func TestReconcile_RecordsWhatTheEHRHoldsAndReleasesTheRest(t *testing.T) {
+	c := newCalendar(chicago)
+	s := integration(c)
+	holds := s.holds.(*memHolds)
+	create := c.CreateAppointmentFunc
+	lost := 0
+	c.CreateAppointmentFunc = func(ctx context.Context, a Appointment) (Appointment, error) {
+		lost++
+		if lost == 1 { // the first lands in the EHR, the second does not
+			if _, err := create(ctx, a); err != nil {
+				return Appointment{}, err
+			}
+		}
+		return Appointment{}, &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "no answer"}
+	}
+	c.FindAppointmentFunc = func(_ context.Context, ref Appointment) (Appointment, bool, error) {
+		for _, a := range c.appts {
+			if a.Ref == ref.Ref {
+				return a, true, nil
+			}
+		}
+		return Appointment{}, false, nil
+	}
+	keyed := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	keyed.IdempotencyKey = "k"
+	if _, err := s.Book(caller("u"), keyed); err == nil {
+		t.Fatal("want a time-out")
+	}
+	if _, err := s.Book(caller("u"), request("2030-03-04T10:00:00-06:00", "2030-03-04T10:30:00-06:00")); err == nil {
+		t.Fatal("want a time-out")
+	}
+	// Nothing is due before the settle time.
+	if r, err := s.Reconcile(context.Background(), 10); err != nil || r != (Reconciled{}) {
+		t.Fatalf("early: %+v %v", r, err)
+	}
+	holds.now = func() time.Time { return nowTest.Add(unknownSettle + time.Second) }
+	r, err := s.Reconcile(context.Background(), 10)
+	if err != nil || r != (Reconciled{Recorded: 1, Released: 1}) {
+		t.Fatalf("reconcile: %+v %v", r, err)
+	}
+	if holds.count() != 0 {
+		t.Fatal("holds left")
+	}
+	ids, _ := s.bookings.BookedBy(context.Background(), "u")
+	if len(ids) != 1 {
+		t.Fatalf("booked by u: %v", ids)
+	}
+	if got := eventsOf(s); len(got) != 1 || got[0].Type != event.AppointmentBooked {
+		t.Fatalf("events: %+v", got)
+	}
+	// The key's repeat answers the appointment now, without the EHR's create.
+	c.CreateAppointmentFunc = create
+	b, err := s.Book(caller("u"), keyed)
+	if err != nil || !b.Replayed || b.Appointment.ID != ids[0] {
+		t.Fatalf("repeat after reconcile: %+v %v", b, err)
+	}
+}
+
+func TestReconcile_AnEHRFailureIsTriedAgainLater(t *testing.T) {
+	c := newCalendar(chicago)
+	c.CreateAppointmentFunc = func(context.Context, Appointment) (Appointment, error) {
+		return Appointment{}, &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "no answer"}
+	}
+	down := &core.Error{Kind: core.KindBadGateway, Code: "ehr_unreachable", Message: "down"}
+	c.FindAppointmentFunc = func(context.Context, Appointment) (Appointment, bool, error) { return Appointment{}, false, down }
+	s := integration(c)
+	holds := s.holds.(*memHolds)
+	if _, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); err == nil {
+		t.Fatal("want a time-out")
+	}
+	holds.now = func() time.Time { return nowTest.Add(time.Hour) }
+	r, err := s.Reconcile(context.Background(), 10)
+	if !errors.Is(err, down) || r != (Reconciled{Failed: 1}) || holds.count() != 1 {
+		t.Fatalf("%+v %v, %d holds", r, err, holds.count())
+	}
+}
+
+func TestBook_APatientHoldsAtMostTwentyFutureAppointments(t *testing.T) {
+	agents := make([]Agent, MaxFutureAppointments+1)
+	for i := range agents {
+		agents[i] = Agent{ID: fmt.Sprint("dr-", i), Timezone: "America/Chicago"}
+	}
+	c := newCalendar(agents...)
+	s := integration(c)
+	pat := patientCaller("pat")
+	book := func(i int) error {
+		r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+		r.AgentID = agents[i].ID
+		_, err := s.Book(pat, r)
+		return err
+	}
+	for i := range MaxFutureAppointments {
+		if err := book(i); err != nil {
+			t.Fatalf("booking %d: %v", i+1, err)
+		}
+	}
+	if err := book(MaxFutureAppointments); !errors.Is(err, ErrAppointmentLimit) {
+		t.Fatalf("booking %d: %v", MaxFutureAppointments+1, err)
+	}
+	if core.KindOf(ErrAppointmentLimit) != core.KindConflict {
+		t.Fatal("the limit is not a conflict (409)")
+	}
+	// A cancelled one frees a place; staff are not limited.
+	ids, _ := s.bookings.BookedBy(context.Background(), "pat")
+	if _, err := s.Cancel(pat, ids[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := book(MaxFutureAppointments); err != nil {
+		t.Fatalf("after a cancel: %v", err)
+	}
+	r := request("2030-03-05T09:00:00-06:00", "2030-03-05T09:30:00-06:00")
+	if _, err := s.Book(caller("reception"), r); err != nil {
+		t.Fatalf("staff: %v", err)
+	}
+}
+
+func TestAppointments_APatientIsRateLimited(t *testing.T) {
+	c := newCalendar(chicago)
+	c.ListAppointmentsFunc = func(context.Context, AppointmentFilter) (Page[Appointment], error) { return Page[Appointment]{}, nil }
+	s := integrationWith(c, IntegrationConfig{FingerprintKey: testFingerprintKey, RateLimit: 3})
+	pat := patientCaller("pat")
+	for i := range 3 {
+		if _, err := s.Appointments(pat, AppointmentFilter{}); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	_, err := s.Appointments(pat, AppointmentFilter{})
+	var ce *core.Error
+	if !errors.As(err, &ce) || ce.Kind != core.KindRateLimited || ce.RetryAfter <= 0 {
+		t.Fatalf("fourth call: %v", err)
+	}
+	if _, err := s.Cancel(pat, "any", ""); core.KindOf(err) != core.KindRateLimited {
+		t.Fatalf("cancel past the limit: %v", err)
+	}
+	for range 5 { // staff are limited by nothing here
+		if _, err := s.Appointments(caller("reception"), AppointmentFilter{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -483,8 +890,7 @@ func TestSlots_CutsMergedFreeTime(t *testing.T) {
 }
 
 func TestIntegration_WithoutAnEHR(t *testing.T) {
-	log := memBookings()
-	s := NewIntegration(nil, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKey)
+	s := integrationWith(nil, IntegrationConfig{FingerprintKey: testFingerprintKey})
 	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
 		t.Fatalf("got %v", err)
 	}
@@ -521,7 +927,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 		t.Fatalf("booking recorded with the outcome: %+v", stored.Booking)
 	}
 	// The fingerprint is keyed: another key gives another one.
-	other := NewIntegration(c, mutexLocker(), idem, s.bookings, s.events, []byte("another key, 32 bytes long....."))
+	other := NewIntegration(c, s.holds, idem, s.bookings, s.counter, IntegrationConfig{FingerprintKey: []byte("another key, 32 bytes long.....")})
 	if other.fingerprint("u", r) == fp || s.fingerprint("u", r) != fp || s.fingerprint("v", r) == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}

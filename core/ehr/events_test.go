@@ -14,7 +14,7 @@ import (
 // the booking record and the idempotency outcome as well as Events.
 func eventsOf(s *Integration) []event.Event {
 	var out []event.Event
-	for _, c := range s.bookings.(*BookingLogMock).RecordCalls() {
+	for _, c := range s.bookings.(*memBookingLog).RecordCalls() {
 		out = append(out, c.B.Event)
 	}
 	for _, c := range s.idem.(*IdempotencyStoreMock).CompleteCalls() {
@@ -22,7 +22,7 @@ func eventsOf(s *Integration) []event.Event {
 			out = append(out, c.Booking.Event)
 		}
 	}
-	for _, c := range s.events.(*EventsMock).EmitCalls() {
+	for _, c := range s.bookings.(*memBookingLog).ChangedCalls() {
 		out = append(out, c.E)
 	}
 	return out
@@ -96,7 +96,7 @@ func TestAppointmentEvents_AnUnwrittenEventIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := errors.New("database down")
-	s.events = &EventsMock{EmitFunc: func(context.Context, event.Event) error { return down }}
+	s.bookings.(*memBookingLog).ChangedFunc = func(context.Context, string, time.Time, bool, event.Event) error { return down }
 	if _, err := s.Cancel(caller("u"), b.Appointment.ID, ""); !errors.Is(err, down) {
 		t.Fatalf("cancel whose event is not written: %v", err)
 	}

@@ -33,6 +33,10 @@ type Appointment struct {
 	Patient    PatientContact
 	Source     string // name of the EHR system
 	ExternalID string // the EHR's own id of the appointment
+	// Ref is the service's reference of the booking that made it, which
+	// the adapter puts on the appointment it creates (FHIR: an identifier;
+	// bot: externalId); "" when unknown.
+	Ref string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }
@@ -102,8 +106,13 @@ type Scheduler interface {
 
 	ListAppointments(ctx context.Context, f AppointmentFilter) (Page[Appointment], error)
 	GetAppointment(ctx context.Context, id string) (Appointment, error)
-	// CreateAppointment books a (status booked) and returns it with its ids.
+	// CreateAppointment books a (status booked) under its Ref and returns
+	// it with its ids.
 	CreateAppointment(ctx context.Context, a Appointment) (Appointment, error)
+	// FindAppointment returns the appointment created under ref.Ref;
+	// found is false when the EHR has none. ref.AgentID, Start and End are
+	// those of the booking, where an adapter may look.
+	FindAppointment(ctx context.Context, ref Appointment) (a Appointment, found bool, err error)
 	CancelAppointment(ctx context.Context, id, reason string) (Appointment, error)
 	RescheduleAppointment(ctx context.Context, id string, start, end time.Time) (Appointment, error)
 }

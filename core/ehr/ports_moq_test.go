@@ -287,6 +287,9 @@ var _ Scheduler = &SchedulerMock{}
 //			CreateAppointmentFunc: func(ctx context.Context, a Appointment) (Appointment, error) {
 //				panic("mock out the CreateAppointment method")
 //			},
+//			FindAppointmentFunc: func(ctx context.Context, ref Appointment) (Appointment, bool, error) {
+//				panic("mock out the FindAppointment method")
+//			},
 //			FreePeriodsFunc: func(ctx context.Context, agentID string, from time.Time, to time.Time) ([]Period, error) {
 //				panic("mock out the FreePeriods method")
 //			},
@@ -317,6 +320,9 @@ type SchedulerMock struct {
 
 	// CreateAppointmentFunc mocks the CreateAppointment method.
 	CreateAppointmentFunc func(ctx context.Context, a Appointment) (Appointment, error)
+
+	// FindAppointmentFunc mocks the FindAppointment method.
+	FindAppointmentFunc func(ctx context.Context, ref Appointment) (Appointment, bool, error)
 
 	// FreePeriodsFunc mocks the FreePeriods method.
 	FreePeriodsFunc func(ctx context.Context, agentID string, from time.Time, to time.Time) ([]Period, error)
@@ -353,6 +359,13 @@ type SchedulerMock struct {
 			Ctx context.Context
 			// A is the a argument value.
 			A Appointment
+		}
+		// FindAppointment holds details about calls to the FindAppointment method.
+		FindAppointment []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Ref is the ref argument value.
+			Ref Appointment
 		}
 		// FreePeriods holds details about calls to the FreePeriods method.
 		FreePeriods []struct {
@@ -407,6 +420,7 @@ type SchedulerMock struct {
 	}
 	lockCancelAppointment     sync.RWMutex
 	lockCreateAppointment     sync.RWMutex
+	lockFindAppointment       sync.RWMutex
 	lockFreePeriods           sync.RWMutex
 	lockGetAgent              sync.RWMutex
 	lockGetAppointment        sync.RWMutex
@@ -488,6 +502,42 @@ func (mock *SchedulerMock) CreateAppointmentCalls() []struct {
 	mock.lockCreateAppointment.RLock()
 	calls = mock.calls.CreateAppointment
 	mock.lockCreateAppointment.RUnlock()
+	return calls
+}
+
+// FindAppointment calls FindAppointmentFunc.
+func (mock *SchedulerMock) FindAppointment(ctx context.Context, ref Appointment) (Appointment, bool, error) {
+	if mock.FindAppointmentFunc == nil {
+		panic("SchedulerMock.FindAppointmentFunc: method is nil but Scheduler.FindAppointment was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		Ref Appointment
+	}{
+		Ctx: ctx,
+		Ref: ref,
+	}
+	mock.lockFindAppointment.Lock()
+	mock.calls.FindAppointment = append(mock.calls.FindAppointment, callInfo)
+	mock.lockFindAppointment.Unlock()
+	return mock.FindAppointmentFunc(ctx, ref)
+}
+
+// FindAppointmentCalls gets all the calls that were made to FindAppointment.
+// Check the length with:
+//
+//	len(mockedScheduler.FindAppointmentCalls())
+func (mock *SchedulerMock) FindAppointmentCalls() []struct {
+	Ctx context.Context
+	Ref Appointment
+} {
+	var calls []struct {
+		Ctx context.Context
+		Ref Appointment
+	}
+	mock.lockFindAppointment.RLock()
+	calls = mock.calls.FindAppointment
+	mock.lockFindAppointment.RUnlock()
 	return calls
 }
 

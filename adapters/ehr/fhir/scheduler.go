@@ -561,8 +561,12 @@ func (s *Scheduler) CreateAppointment(ctx context.Context, a ehr.Appointment) (e
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
 	}
+	ref := a.Ref
+	if ref == "" {
+		ref = core.NewUUID()
+	}
 	ap := fhirAppointment(a, s.log)
-	token := "urn:uuid:" + core.NewUUID()
+	token := refToken(ref)
 	ap.Identifier = []plainIdentifier{{System: IdentifierSystem, Value: token}}
 	body, err := json.Marshal(ap)
 	if err != nil {
@@ -592,6 +596,40 @@ func (s *Scheduler) CreateAppointment(ctx context.Context, a ehr.Appointment) (e
 		return ehr.Appointment{}, s.bad(fmt.Sprintf("it answered the booking with Appointment %s, which is not the one sent", clipN(created.ID, 64)), nil)
 	}
 	return toAppointment(created, s.c.http.Name(), s.log), nil
+}
+
+// refToken is the identifier value of the booking reference ref.
+func refToken(ref string) string { return "urn:uuid:" + ref }
+
+// FindAppointment searches the Appointment that carries the identifier of
+// ref.Ref; several of them (a server that ignored the conditional create)
+// are answered with the first.
+func (s *Scheduler) FindAppointment(ctx context.Context, ref ehr.Appointment) (ehr.Appointment, bool, error) {
+	if ref.Ref == "" {
+		return ehr.Appointment{}, false, nil
+	}
+	want := plainIdentifier{System: IdentifierSystem, Value: refToken(ref.Ref)}
+	q := url.Values{"identifier": {want.System + "|" + want.Value}}
+	var found []appointment
+	_, err := s.searchAll(ctx, "Appointment", q, func(e entry) error {
+		if e.typ != "Appointment" || !e.matched() {
+			return nil
+		}
+		var ap appointment
+		if err := json.Unmarshal(e.raw, &ap); err != nil {
+			return s.bad(fmt.Sprintf("entry %d is not a valid Appointment", e.index), err)
+		}
+		// A server that ignores the identifier parameter answers with
+		// others: only the one that carries it counts.
+		if validID(ap.ID) && slices.Contains(ap.Identifier, want) {
+			found = append(found, ap)
+		}
+		return nil
+	})
+	if err != nil || len(found) == 0 {
+		return ehr.Appointment{}, false, err
+	}
+	return toAppointment(found[0], s.c.http.Name(), s.log), true, nil
 }
 
 // answered decodes the Appointment a write answered with; when the body

@@ -118,6 +118,9 @@ type (
 		Reason     string      `json:"reason"`
 		LocationID string      `json:"locationId"`
 		Patient    wireContact `json:"patient"`
+		// ExternalID is the service's reference of the booking, which the
+		// bot keeps as the appointment's externalId.
+		ExternalID string `json:"externalId,omitempty"`
 	}
 	listAppointmentsPayload struct {
 		AgentID      string `json:"agentId,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
@@ -91,12 +92,42 @@ func (c *Client) GetAppointment(ctx context.Context, id string) (ehr.Appointment
 }
 
 // CreateAppointment asks appointments.create with a's agent, times,
-// reason, location and patient.
+// reason, location and patient, and its Ref as externalId.
 func (c *Client) CreateAppointment(ctx context.Context, a ehr.Appointment) (ehr.Appointment, error) {
 	return c.appointment(ctx, actionCreate, createPayload{
 		AgentID: a.AgentID, Start: formatTime(a.Start), End: formatTime(a.End),
-		Reason: a.Reason, LocationID: a.LocationID, Patient: contactToWire(a.Patient),
+		Reason: a.Reason, LocationID: a.LocationID, Patient: contactToWire(a.Patient), ExternalID: a.Ref,
 	})
+}
+
+// maxFindPages bounds the pages FindAppointment reads of one agent's
+// appointments at the booking's time.
+const maxFindPages = 10
+
+// FindAppointment lists the agent's appointments that start within the
+// booking's time (the bot protocol has no search by externalId) and
+// answers the one whose externalId is ref.Ref.
+func (c *Client) FindAppointment(ctx context.Context, ref ehr.Appointment) (ehr.Appointment, bool, error) {
+	if ref.Ref == "" || ref.AgentID == "" {
+		return ehr.Appointment{}, false, nil
+	}
+	f := ehr.AppointmentFilter{AgentID: ref.AgentID, From: ref.Start, To: ref.End, Limit: ehr.MaxLimit}
+	for f.Page = 1; f.Page <= maxFindPages; f.Page++ {
+		p, err := c.ListAppointments(ctx, f)
+		if err != nil {
+			return ehr.Appointment{}, false, err
+		}
+		for _, a := range p.Items {
+			if a.ExternalID == ref.Ref {
+				return a, true, nil
+			}
+		}
+		if len(p.Items) == 0 || f.Page*f.Limit >= p.TotalCount {
+			return ehr.Appointment{}, false, nil
+		}
+	}
+	return ehr.Appointment{}, false, &core.Error{Kind: core.KindBadGateway, Code: "ehr_listing_inexact",
+		Message: "the bot holds too many appointments of the agent at the booking's time to find it"}
 }
 
 // CancelAppointment asks appointments.cancel.
