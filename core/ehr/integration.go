@@ -36,9 +36,9 @@ type Appointment struct {
 	// Ref is the service's reference of the booking that made it, which
 	// the adapter puts on the appointment it creates (FHIR: an identifier;
 	// bot: externalId); "" when unknown.
-	Ref string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	Ref       string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // PatientContact is who an appointment is for.
