@@ -3,160 +3,268 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/test/pgtest"
 )
 
-func TestIntegrationWithLock_SerialisesTheSameKeyOnly(t *testing.T) {
-	db := pgtest.Store(t)
-	var inside, most atomic.Int32
+// at is 2030-03-04 at hh:mm UTC.
+func at(hh, mm int) time.Time { return time.Date(2030, 3, 4, hh, mm, 0, 0, time.UTC) }
+
+func bookHold(id, agent string, from, to time.Time) ehr.Hold {
+	return ehr.Hold{ID: id, Kind: ehr.HoldBook, AgentID: agent, Start: from, End: to, Subject: "ana"}
+}
+
+func TestIntegrationHolds_OverlapOfOneAgentIsAgentBusy(t *testing.T) {
+	ctx := context.Background()
+	holds := pgtest.Store(t).Holds()
+	if err := holds.Take(ctx, bookHold(core.NewUUID(), "dr-1", at(9, 0), at(10, 0)), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		agent    string
+		from, to time.Time
+		busy     bool
+	}{
+		{"dr-1", at(9, 30), at(10, 30), true},
+		{"dr-1", at(8, 0), at(11, 0), true},
+		{"dr-1", at(10, 0), at(10, 30), false}, // adjacent: [9:00, 10:00) and [10:00, 10:30)
+		{"dr-1", at(8, 30), at(9, 0), false},
+		{"dr-2", at(9, 0), at(10, 0), false}, // another agent
+	} {
+		err := holds.Take(ctx, bookHold(core.NewUUID(), tt.agent, tt.from, tt.to), time.Minute)
+		if tt.busy != errors.Is(err, ehr.ErrAgentBusy) || (!tt.busy && err != nil) {
+			t.Errorf("%s %s–%s: %v", tt.agent, tt.from.Format("15:04"), tt.to.Format("15:04"), err)
+		}
+	}
+}
+
+func TestIntegrationHolds_ConcurrentOverlappingTakesGiveOne(t *testing.T) {
+	ctx := context.Background()
+	holds := pgtest.Store(t).Holds()
+	const n = 20
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for range 6 {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := db.WithLock(context.Background(), "agent:dr-1", func(context.Context) error {
-				n := inside.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			errs[i] = holds.Take(ctx, bookHold(core.NewUUID(), "dr-1", at(9, i), at(9, 30+i)), time.Minute)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, ehr.ErrAgentBusy):
+			t.Errorf("take: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of %d overlapping holds taken", ok, n)
+	}
+}
+
+func TestIntegrationHolds_ReleaseUnknownResumeDue(t *testing.T) {
+	ctx := context.Background()
+	holds := pgtest.Store(t).Holds()
+	keyed := bookHold(core.NewUUID(), "dr-1", at(9, 0), at(9, 30))
+	keyed.IdempotencyKey = "k1"
+	if err := holds.Take(ctx, keyed, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	again := bookHold(core.NewUUID(), "dr-2", at(9, 0), at(9, 30))
+	again.IdempotencyKey = "k1"
+	if err := holds.Take(ctx, again, time.Hour); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
+		t.Fatalf("a second hold of one key: %v", err)
+	}
+	// Leased and calling: neither a repeat nor the reconciler takes it.
+	if _, found, err := holds.Resume(ctx, "ana", "k1", time.Hour); err != nil || found {
+		t.Fatalf("resume while calling: %v %v", found, err)
+	}
+	if due, err := holds.Due(ctx, 10, time.Hour); err != nil || len(due) != 0 {
+		t.Fatalf("due while calling: %v %v", due, err)
+	}
+	// Unknown: a repeat resumes it at once, once.
+	if err := holds.Unknown(ctx, keyed.ID, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h, found, err := holds.Resume(ctx, "ana", "k1", time.Hour)
+	if err != nil || !found || h.ID != keyed.ID || h.AgentID != "dr-1" || !h.Start.Equal(at(9, 0)) || !h.End.Equal(at(9, 30)) ||
+		h.IdempotencyKey != "k1" || h.Kind != ehr.HoldBook || h.Attempts != 1 {
+		t.Fatalf("resume: %+v %v %v", h, found, err)
+	}
+	if _, found, _ := holds.Resume(ctx, "ana", "k1", time.Hour); found {
+		t.Fatal("resumed twice")
+	}
+	// Due: an unknown one after its settle time, and one whose lease ran
+	// out (lease 0: its instance is taken to have died at once).
+	if err := holds.Unknown(ctx, keyed.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	dead := bookHold(core.NewUUID(), "dr-3", at(9, 0), at(9, 30))
+	if err := holds.Take(ctx, dead, 0); err != nil {
+		t.Fatal(err)
+	}
+	later := bookHold(core.NewUUID(), "dr-4", at(9, 0), at(9, 30))
+	if err := holds.Take(ctx, later, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	due, err := holds.Due(ctx, 10, time.Hour)
+	if err != nil || len(due) != 2 {
+		t.Fatalf("due: %+v %v", due, err)
+	}
+	ids := []string{due[0].ID, due[1].ID}
+	if !slices.Contains(ids, keyed.ID) || !slices.Contains(ids, dead.ID) {
+		t.Fatalf("due %v, want %s and %s", ids, keyed.ID, dead.ID)
+	}
+	if due, _ := holds.Due(ctx, 10, time.Hour); len(due) != 0 {
+		t.Fatalf("due again while leased: %+v", due)
+	}
+	if err := holds.Release(ctx, dead.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := holds.Take(ctx, bookHold(core.NewUUID(), "dr-3", at(9, 0), at(9, 30)), time.Minute); err != nil {
+		t.Fatalf("the time of a released hold: %v", err)
+	}
+}
+
+func TestIntegrationHolds_TwoReconcilersNeverTakeTheSameHold(t *testing.T) {
+	ctx := context.Background()
+	holds := pgtest.Store(t).Holds()
+	const n = 60
+	for i := range n {
+		if err := holds.Take(ctx, bookHold(core.NewUUID(), fmt.Sprint("dr-", i), at(9, 0), at(9, 30)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				due, err := holds.Due(ctx, 7, time.Hour)
+				if err != nil {
+					t.Error(err)
+					return
 				}
-				time.Sleep(20 * time.Millisecond)
-				inside.Add(-1)
-				return nil
-			})
-			if err != nil {
-				t.Error(err)
+				if len(due) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, h := range due {
+					seen[h.ID]++
+				}
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if most.Load() != 1 {
-		t.Fatalf("%d holders at once", most.Load())
+	if len(seen) != n {
+		t.Fatalf("%d holds claimed, want %d", len(seen), n)
 	}
-	// Another key is not blocked by a held one.
-	release := hold(t, db, "agent:a")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := db.WithLock(ctx, "agent:b", func(context.Context) error { return nil }); err != nil {
-		t.Fatalf("another key waited: %v", err)
-	}
-	release()
-	boom := errors.New("boom")
-	if err := db.WithLock(context.Background(), "agent:a", func(context.Context) error { return boom }); !errors.Is(err, boom) {
-		t.Fatalf("fn's error: %v", err)
-	}
-}
-
-// hold takes key's lock in a goroutine and returns once it is held; the
-// function returned lets it go and waits until WithLock has returned.
-func hold(t *testing.T, db *postgres.Store, key string) (release func()) {
-	t.Helper()
-	held, done, out := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		out <- db.WithLock(context.Background(), key, func(context.Context) error {
-			close(held)
-			<-done
-			return nil
-		})
-	}()
-	select {
-	case <-held:
-	case err := <-out:
-		t.Fatalf("hold %s: %v", key, err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			close(done)
-			if err := <-out; err != nil {
-				t.Errorf("hold %s: %v", key, err)
-			}
-		})
-	}
-	t.Cleanup(release)
-	return release
-}
-
-// lockStore is a store on a fresh database whose URL carries params.
-func lockStore(t *testing.T, params string) *postgres.Store {
-	t.Helper()
-	u := pgtest.New(t)
-	if strings.Contains(u, "?") {
-		u += "&" + params
-	} else {
-		u += "?" + params
-	}
-	db, err := postgres.New(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return db
-}
-
-func TestIntegrationWithLock_AHeldKeyIsAgentBusyAfterTheLockWait(t *testing.T) {
-	db := lockStore(t, "pool_lock_wait=300ms")
-	release := hold(t, db, "agent:dr-1")
-	ran := false
-	start := time.Now()
-	err := db.WithLock(context.Background(), "agent:dr-1", func(context.Context) error { ran = true; return nil })
-	waited := time.Since(start)
-	if !errors.Is(err, ehr.ErrAgentBusy) || core.KindOf(err) != core.KindConflict {
-		t.Fatalf("a held key: %v", err)
-	}
-	if ran {
-		t.Fatal("fn ran without the lock")
-	}
-	if waited < 250*time.Millisecond || waited > 2*time.Second {
-		t.Fatalf("waited %s for a lock wait of 300ms", waited)
-	}
-	// The waiter's session took nothing with it: once let go, the key is
-	// free, and a waiter that arrives in time gets it.
-	got := make(chan error, 1)
-	go func() {
-		got <- db.WithLock(context.Background(), "agent:dr-1", func(context.Context) error { return nil })
-	}()
-	release()
-	if err := <-got; err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-}
-
-func TestIntegrationWithLock_LockHoldersCannotTakeTheMainPool(t *testing.T) {
-	// A main pool of one connection, and two lock connections.
-	db := lockStore(t, "pool_max_conns=1&pool_max_lock_conns=2&pool_lock_wait=300ms")
-	hold(t, db, "agent:a")
-	hold(t, db, "agent:b")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var one int
-	if err := db.Pool().QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
-		t.Fatalf("a read while bookings hold their locks: %v", err)
-	}
-	// A third booking finds no lock connection: it is answered, not queued
-	// for ever, and takes no connection of the main pool meanwhile.
-	err := db.WithLock(context.Background(), "agent:c", func(context.Context) error { return nil })
-	if !errors.Is(err, ehr.ErrBookingBusy) || core.KindOf(err) != core.KindUnavailable {
-		t.Fatalf("a third holder: %v", err)
-	}
-	if n := db.Pool().Stat().AcquiredConns(); n != 0 {
-		t.Fatalf("lock holders took %d connections of the main pool", n)
-	}
-}
-
-func TestNew_RefusesBadLockParameters(t *testing.T) {
-	for _, q := range []string{"pool_max_lock_conns=0", "pool_max_lock_conns=x", "pool_lock_wait=-1s", "pool_lock_wait=5"} {
-		if _, err := postgres.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?"+q); err == nil || !strings.Contains(err.Error(), strings.Split(q, "=")[0]) {
-			t.Errorf("%s: %v", q, err)
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("hold %s claimed %d times", id, c)
 		}
 	}
+}
+
+func TestIntegrationHolds_ASubjectsFutureAppointmentsAreCounted(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	holds, bookings := db.Holds(), db.Bookings()
+	future := time.Now().Add(48 * time.Hour)
+	for i, start := range []time.Time{future, future.Add(time.Hour), time.Now().Add(-48 * time.Hour)} {
+		if err := bookings.Record(ctx, ehr.Booking{Subject: "pat", AppointmentID: fmt.Sprint("a-", i), Start: start}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := func(agent string) ehr.Hold {
+		return ehr.Hold{ID: core.NewUUID(), Kind: ehr.HoldBook, AgentID: agent, Start: future, End: future.Add(30 * time.Minute), Subject: "pat", MaxFuture: 3}
+	}
+	// Two future bookings (the past one does not count), one hold: 3.
+	if err := holds.Take(ctx, h("dr-1"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := holds.Take(ctx, h("dr-2"), time.Minute); !errors.Is(err, ehr.ErrAppointmentLimit) || core.KindOf(err) != core.KindConflict {
+		t.Fatalf("the fourth: %v", err)
+	}
+	// A cancelled booking no longer counts.
+	if err := bookings.Changed(ctx, "a-0", future, true, event.Appointment(event.AppointmentCancelled, "a-0", "dr-9", "cancelled", future, future.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if err := holds.Take(ctx, h("dr-2"), time.Minute); err != nil {
+		t.Fatalf("after a cancel: %v", err)
+	}
+	// Another subject is not counted with pat.
+	other := h("dr-3")
+	other.Subject = "someone"
+	if err := holds.Take(ctx, other, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntegrationBookings_RecordRemovesTheHoldAndChangedWritesTheEvent(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	holds, bookings := db.Holds(), db.Bookings()
+	hold := bookHold(core.NewUUID(), "dr-1", at(9, 0), at(9, 30))
+	if err := holds.Take(ctx, hold, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	booked := event.Appointment(event.AppointmentBooked, "a-1", "dr-1", "booked", at(9, 0), at(9, 30))
+	if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-1", Start: at(9, 0), HoldID: hold.ID, Event: booked}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM booking_holds`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("holds after the record: %d %v", n, err)
+	}
+	moved := event.Appointment(event.AppointmentRescheduled, "a-1", "dr-1", "booked", at(11, 0), at(11, 30))
+	if err := bookings.Changed(ctx, "a-1", at(11, 0), false, moved); err != nil {
+		t.Fatal(err)
+	}
+	var start time.Time
+	var cancelled bool
+	if err := db.Pool().QueryRow(ctx, `SELECT start_at, cancelled FROM appointment_bookings WHERE appointment_id = 'a-1'`).Scan(&start, &cancelled); err != nil ||
+		!start.Equal(at(11, 0)) || cancelled {
+		t.Fatalf("after the move: %s %v %v", start, cancelled, err)
+	}
+	rows, _ := db.Pool().Query(ctx, `SELECT type FROM events ORDER BY seq`)
+	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || strings.Join(types, " ") != "appointment.booked appointment.rescheduled" {
+		t.Fatalf("events %v %v", types, err)
+	}
+}
+
+func TestNew_IgnoresTheObsoleteLockParameters(t *testing.T) {
+	url := pgtest.New(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	db, err := postgres.New(context.Background(), url+sep+"pool_max_lock_conns=4&pool_lock_wait=5s")
+	if err != nil {
+		t.Fatalf("a URL an earlier version started with: %v", err)
+	}
+	db.Close()
 }
 
 func TestIntegrationIdempotency_ClaimCompleteReplay(t *testing.T) {

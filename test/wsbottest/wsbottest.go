@@ -34,6 +34,7 @@
 package wsbottest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -94,6 +95,7 @@ type Server struct {
 	auth        string
 	inBand      bool
 	delays      map[string]time.Duration
+	silent      map[string]bool // actions carried out but never answered
 	ignorePings bool
 	outOfOrder  int
 	dropAfter   int // > 0: requests left before the drop; 0: none armed
@@ -123,6 +125,7 @@ type appointment struct {
 	reason, locationID   string
 	patient              patientContact
 	cancelReason         string
+	externalID           string // the booking's reference the client sent, else the id
 	createdAt, updatedAt time.Time
 }
 
@@ -139,6 +142,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 func New(opts ...Option) *Server {
 	s := &Server{
 		delays: make(map[string]time.Duration),
+		silent: make(map[string]bool),
 		conns:  make(map[*conn]struct{}),
 		agents: make(map[string]*agent),
 		appts:  make(map[string]*appointment),
@@ -229,6 +233,15 @@ func (s *Server) SetDelay(action string, d time.Duration) {
 		return
 	}
 	s.delays[action] = d
+}
+
+// SetSilent makes the bot carry out action (an appointment is stored, say)
+// and then never answer it (true), or answer it again (false): a booking
+// whose answer is lost.
+func (s *Server) SetSilent(action string, silent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.silent[action] = silent
 }
 
 // IgnorePings makes the bot stop (true) or resume (false) answering pings
@@ -446,6 +459,7 @@ func (c *conn) serve() {
 		if !ok {
 			delay = s.delays[""]
 		}
+		silent := s.silent[req.Action]
 		s.mu.Unlock()
 		if drop {
 			return
@@ -467,6 +481,9 @@ func (c *conn) serve() {
 				resp.Error = &protoError{CodeUnauthorized, "the credentials of this connection are not valid"}
 			} else {
 				resp.Result, resp.Error = s.handle(req.Action, req.Payload)
+			}
+			if silent {
+				return
 			}
 			c.answer(seq, resp)
 		}()
@@ -875,7 +892,7 @@ func (ap *appointment) json() appointmentJSON {
 		ID: ap.id, AgentID: ap.agentID,
 		Start: ap.start.Format(time.RFC3339Nano), End: ap.end.Format(time.RFC3339Nano),
 		Status: ap.status, Reason: ap.reason, LocationID: ap.locationID, Patient: ap.patient,
-		Source: Source, ExternalID: ap.id,
+		Source: Source, ExternalID: cmp.Or(ap.externalID, ap.id),
 		CreatedAt: ap.createdAt.Format(time.RFC3339Nano), UpdatedAt: ap.updatedAt.Format(time.RFC3339Nano),
 	}
 }
@@ -900,6 +917,7 @@ func (s *Server) create(payload json.RawMessage) (any, *protoError) {
 		Reason     string         `json:"reason"`
 		LocationID string         `json:"locationId"`
 		Patient    patientContact `json:"patient"`
+		ExternalID string         `json:"externalId"`
 	}
 	if e := decode(payload, &p); e != nil {
 		return nil, e
@@ -924,7 +942,7 @@ func (s *Server) create(payload json.RawMessage) (any, *protoError) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ap := &appointment{
 		id: fmt.Sprintf("apt-%d", s.seq), agentID: p.AgentID, start: start, end: end, status: "booked",
-		reason: p.Reason, locationID: p.LocationID, patient: p.Patient, createdAt: now, updatedAt: now,
+		reason: p.Reason, locationID: p.LocationID, patient: p.Patient, externalID: p.ExternalID, createdAt: now, updatedAt: now,
 	}
 	s.appts[ap.id] = ap
 	return ap.json(), nil

@@ -74,6 +74,7 @@ func TestScheduler(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("GetAgent_UnknownIsAgentNotFound", s.getAgentUnknown)
 	t.Run("FreePeriods_ClipsToTheRangeAndExcludesBookings", s.freePeriods)
 	t.Run("CreateAppointment_BooksAndReturnsEveryField", s.createAppointment)
+	t.Run("FindAppointment_FindsTheOneCreatedUnderItsRef", s.findAppointment)
 	t.Run("GetAppointment_UnknownIsAppointmentNotFound", s.getAppointmentUnknown)
 	t.Run("ListAppointments_FiltersAndPages", s.listAppointments)
 	t.Run("CancelAppointment_MarksItCancelled", s.cancelAppointment)
@@ -344,6 +345,26 @@ func (s suite) createAppointment(t *testing.T) {
 	if read.ID != got.ID || read.ExternalID != got.ExternalID || read.Source != got.Source || read.Status != ehr.StatusBooked {
 		t.Errorf("read back id %q, externalId %q, source %q, status %q; want %q, %q, %q, booked",
 			read.ID, read.ExternalID, read.Source, read.Status, got.ID, got.ExternalID, got.Source)
+	}
+}
+
+func (s suite) findAppointment(t *testing.T) {
+	e := s.setup(t)
+	id, _ := e.agent("Ana", "Lopez", "cardiology", []string{"loc1"}, ehr.Period{Start: e.at(0, 8, 0), End: e.at(0, 18, 0)})
+	in := func(h, m int, ref string) ehr.Appointment {
+		return ehr.Appointment{AgentID: id, Start: e.at(0, h, m), End: e.at(0, h, m+30), Reason: "check-up", Ref: ref,
+			Patient: ehr.PatientContact{FirstName: "Ana", LastName: "Lopez", DateOfBirth: "1980-02-29", Email: e.email("ana")}}
+	}
+	ref, other := fmt.Sprintf("%08x-0000-4000-8000-000000000001", rand.Uint32()), fmt.Sprintf("%08x-0000-4000-8000-000000000002", rand.Uint32())
+	e.book(in(10, 30, other)) // the same agent, another booking
+	want := e.book(in(10, 0, ref))
+	got, found, err := e.b.Scheduler.FindAppointment(e.ctx, in(10, 0, ref))
+	if err != nil || !found || got.ID != want.ID {
+		t.Fatalf("FindAppointment(%s) = %q %v %v; want %q", ref, got.ID, found, err, want.ID)
+	}
+	missing := fmt.Sprintf("%08x-0000-4000-8000-000000000003", rand.Uint32())
+	if _, found, err := e.b.Scheduler.FindAppointment(e.ctx, in(10, 0, missing)); err != nil || found {
+		t.Fatalf("FindAppointment of a ref never booked: %v %v", found, err)
 	}
 }
 
