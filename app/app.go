@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"errors"
@@ -49,6 +50,10 @@ type Config struct {
 	CORSAllowedOrigins []string
 	// StallTimeout cuts off a body that moves no byte for this long (0: 30 s).
 	StallTimeout time.Duration
+	// ReconcileEvery is how often bookings whose EHR answer was lost are
+	// settled (0: 30 s), and ReconcileSettle how long after such a loss
+	// (0: 30 s). Tests shorten them.
+	ReconcileEvery, ReconcileSettle time.Duration
 
 	EHR             *ehrconfig.Config // nil: no EHR configured (search answers 503)
 	RedisURL        string            // "": in-process cache and counters
@@ -84,9 +89,10 @@ type App struct {
 	swept    prometheus.Counter // orphan objects removed
 	// reconciled counts the bookings whose lost outcome was settled, by
 	// outcome (recorded, released, failed).
-	reconciled  *prometheus.CounterVec
-	integration *ehr.Integration
-	blobs       *storage.Service
+	reconciled     *prometheus.CounterVec
+	reconcileEvery time.Duration
+	integration    *ehr.Integration
+	blobs          *storage.Service
 	// closeAudit flushes and stops the audit writer.
 	closeAudit func()
 	events     *events
@@ -146,8 +152,8 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return errors.New("EHR_CREDENTIALS_KEY: is required with integration.ehr: it keys the Idempotency-Key fingerprints")
 	}
 	integration := ehr.NewIntegration(ehrs.scheduler, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache,
-		ehr.IntegrationConfig{FingerprintKey: cfg.IdempotencyKey, RateLimit: cfg.SearchRateLimit})
-	a.integration = integration
+		ehr.IntegrationConfig{FingerprintKey: cfg.IdempotencyKey, RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
+	a.integration, a.reconcileEvery = integration, cfg.ReconcileEvery
 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
@@ -273,7 +279,7 @@ func (a *App) Run(ctx context.Context) error {
 	defer stopJobs()
 	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
 	go sweepOrphans(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept)
-	go reconcileBookings(jobs, a.integration, a.log.With("component", "jobs"), a.reconciled)
+	go reconcileBookings(jobs, cmp.Or(a.reconcileEvery, reconcileEvery), a.integration, a.log.With("component", "jobs"), a.reconciled)
 	a.events.run(jobs)
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()

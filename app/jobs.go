@@ -25,12 +25,12 @@ const (
 	reconcileBatch = 100
 )
 
-// reconcileBookings settles, every reconcileEvery until ctx is done, the
+// reconcileBookings settles, every `every` until ctx is done, the
 // bookings whose EHR answer was lost (ehr.Integration.Reconcile), a batch
 // at a time until a batch comes back short. Every instance runs it: each
 // booking is leased to one.
-func reconcileBookings(ctx context.Context, in *ehr.Integration, log *slog.Logger, done *prometheus.CounterVec) {
-	t := time.NewTicker(reconcileEvery)
+func reconcileBookings(ctx context.Context, every time.Duration, in *ehr.Integration, log *slog.Logger, done *prometheus.CounterVec) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		for {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,22 +80,17 @@ func (s *server) call(method, path, token, body string, header ...string) answer
 	return a
 }
 
-// percentile is the p-th percentile (0 < p ≤ 1) of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	i := int(float64(len(sorted))*p+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func TestBooking_SlowEHRDoesNotStarveBusinessReads(t *testing.T) {
-	const agents = 20
+func TestBooking_FortyAgentsAtOnceAgainstASlowEHRAllBookAndReadsGoOn(t *testing.T) {
+	const agents = 40
 	ids := make([]string, agents)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("dr-%02d", i)
 	}
 	w := newWorld(t)
-	bot := slowEHR(t, 2*time.Second, ids...)
-	// A main pool of 4 connections (what pgxpool gives a 2-core machine),
-	// and the lock pool's defaults: 4 connections, a 5 s wait.
+	// Each booking's EHR round trip (calendar check and create) takes
+	// 1.5 s.
+	bot := slowEHR(t, 750*time.Millisecond, ids...)
+	// A main pool of 4 connections (what pgxpool gives a 2-core machine).
 	s := w.start(func(c *app.Config) {
 		c.EHR = integrationFile(t, "wsbot", bot.URL(), "")
 		c.DatabaseURL = withParams(w.dbURL, "pool_max_conns=4")
@@ -120,9 +114,10 @@ func TestBooking_SlowEHRDoesNotStarveBusinessReads(t *testing.T) {
 	stop := make(chan struct{})
 	go func() { booking.Wait(); close(stop) }()
 
-	// Reads from four goroutines for as long as bookings run.
+	// Reads from four goroutines for as long as bookings run: every one is
+	// answered (their latency is a figure of the bench, not asserted here).
 	var mu sync.Mutex
-	var reads []time.Duration
+	reads := 0
 	var failed []answer
 	var reading sync.WaitGroup
 	for range 4 {
@@ -140,92 +135,148 @@ func TestBooking_SlowEHRDoesNotStarveBusinessReads(t *testing.T) {
 				if a.err != nil || a.status != 200 {
 					failed = append(failed, a)
 				} else {
-					reads = append(reads, a.took)
+					reads++
 				}
 				mu.Unlock()
-				time.Sleep(5 * time.Millisecond)
 			}
 		}()
 	}
 	reading.Wait()
-
 	if len(failed) > 0 {
 		t.Fatalf("%d reads failed, the first: %+v", len(failed), failed[0])
 	}
-	slices.Sort(reads)
-	p50, p99 := percentile(reads, 0.50), percentile(reads, 0.99)
-	t.Logf("%d business reads during %d slow bookings: p50 %s, p99 %s, max %s", len(reads), agents, p50, p99, reads[len(reads)-1])
-	if len(reads) < 100 {
-		t.Fatalf("only %d reads", len(reads))
+	if reads == 0 {
+		t.Fatal("no read was answered while the bookings ran")
 	}
-	if p99 > 50*time.Millisecond {
-		t.Errorf("reads p99 %s, want under 50ms", p99)
-	}
-
-	var booked, busy int
 	for i, a := range bookings {
-		switch {
-		case a.err == nil && a.status == 201:
-			booked++
-		case a.err == nil && a.status == 503 && a.code == ehr.ErrBookingBusy.Code:
-			busy++
-		default:
+		if a.err != nil || a.status != 201 {
 			t.Errorf("booking of %s: %+v", ids[i], a)
 		}
 	}
-	t.Logf("bookings: %d booked, %d %s", booked, busy, ehr.ErrBookingBusy.Code)
-	if booked < 4 {
-		t.Errorf("only %d bookings went through", booked)
+	var holds int
+	if err := w.db.QueryRow(context.Background(), `SELECT count(*) FROM booking_holds`).Scan(&holds); err != nil || holds != 0 {
+		t.Fatalf("holds left after the bookings: %d %v", holds, err)
+	}
+	t.Logf("%d bookings of %d agents booked; %d business reads answered meanwhile", agents, agents, reads)
+}
+
+func TestBooking_OverlappingBookingsOfOneAgentGiveOneSuccess(t *testing.T) {
+	w := newWorld(t)
+	bot := slowEHR(t, 500*time.Millisecond, "dr-ana")
+	s := w.start(func(c *app.Config) { c.EHR = integrationFile(t, "wsbot", bot.URL(), "") })
+	tok := w.token("reception")
+
+	const n = 6
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// 09:00–09:30 and 09:00–10:00 overlap.
+			answers[i] = s.call("POST", "/appointment/customer", tok, slotAt("dr-ana", 9, 30+30*(i%2)))
+		}()
+	}
+	wg.Wait()
+	booked := 0
+	for _, a := range answers {
+		switch {
+		case a.err == nil && a.status == 201:
+			booked++
+		case a.err == nil && a.status == 409 && (a.code == ehr.ErrAgentBusy.Code || a.code == ehr.ErrAgentUnavailable.Code):
+		default:
+			t.Errorf("booking: %+v", a)
+		}
+	}
+	if booked != 1 {
+		t.Fatalf("%d of %d overlapping bookings of one agent booked, want 1", booked, n)
+	}
+	// The same agent at another time is booked.
+	if a := s.call("POST", "/appointment/customer", tok, slotAt("dr-ana", 11, 30)); a.err != nil || a.status != 201 {
+		t.Fatalf("another time: %+v", a)
 	}
 }
 
-func TestBooking_SecondBookingOfABusyAgentAnswersAgentBusy(t *testing.T) {
+func TestBooking_LostAnswerIsAnsweredToTheSameIdempotencyKey(t *testing.T) {
 	w := newWorld(t)
-	bot := slowEHR(t, 2*time.Second, "dr-ana")
+	bot := wsbottest.Start(t)
+	bot.AddAgent(drAna, workdays(5))
+	s := w.start(func(c *app.Config) { c.EHR = integrationFile(t, "wsbot", bot.URL(), "") })
+	tok := w.scopedToken("pat-lost", "patient/Appointment.cus")
+
+	// The EHR stores the appointment, then never answers: the call times
+	// out (the file's 3 s).
+	bot.SetSilent("appointments.create", true)
+	first := s.call("POST", "/appointment/customer", tok, slotAt(drAna.ID, 9, 30), "Idempotency-Key", "lost-1")
+	if first.err != nil || first.status != 504 {
+		t.Fatalf("first: %+v", first)
+	}
+	bot.SetSilent("appointments.create", false)
+	r, appt := s.ehrCall("POST", "/appointment/customer", tok, slotAt(drAna.ID, 9, 30), "Idempotency-Key", "lost-1")
+	if r.status != 201 || appt["id"] == nil {
+		t.Fatalf("the repeat: %d %s", r.status, r.body)
+	}
+	id := appt["id"].(string)
+	if n := bot.AppointmentCount(); n != 1 {
+		t.Fatalf("the EHR holds %d appointments, want 1", n)
+	}
+	// The patient reaches it, and its event was written once.
+	r, list := s.ehrCall("GET", "/appointment", tok, "")
+	if items, _ := list["items"].([]any); r.status != 200 || len(items) != 1 || items[0].(map[string]any)["id"] != id {
+		t.Fatalf("the patient's listing: %d %s", r.status, r.body)
+	}
+	var events int
+	if err := w.db.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = 'appointment.booked'`).Scan(&events); err != nil || events != 1 {
+		t.Fatalf("%d appointment.booked events (%v), want 1", events, err)
+	}
+	if r, _ := s.ehrCall("POST", "/appointment/customer", tok, slotAt(drAna.ID, 9, 30), "Idempotency-Key", "lost-1"); r.status != 201 || r.header.Get("Idempotency-Replayed") != "true" {
+		t.Fatalf("a third repeat: %d %s", r.status, r.body)
+	}
+}
+
+func TestBooking_LostAnswerWithoutAKeyIsReconciled(t *testing.T) {
+	w := newWorld(t)
+	bot := wsbottest.Start(t)
+	bot.AddAgent(drAna, workdays(5))
 	s := w.start(func(c *app.Config) {
 		c.EHR = integrationFile(t, "wsbot", bot.URL(), "")
-		c.DatabaseURL = withParams(w.dbURL, "pool_lock_wait=1s")
+		c.ReconcileEvery, c.ReconcileSettle = 50*time.Millisecond, 10*time.Millisecond
 	})
-	tok := w.token("reception")
-
-	first := make(chan answer, 1)
-	go func() { first <- s.call("POST", "/appointment/customer", tok, slotAt("dr-ana", 9, 30)) }()
-	// The first booking holds the agent's advisory lock (for the 4 s of its
-	// two slow EHR calls) once the database shows it.
-	deadline := time.Now().Add(10 * time.Second)
+	tok := w.scopedToken("pat-recon", "patient/Appointment.cus")
+	bot.SetSilent("appointments.create", true)
+	if a := s.call("POST", "/appointment/customer", tok, slotAt(drAna.ID, 9, 30)); a.err != nil || a.status != 504 {
+		t.Fatalf("booking: %+v", a)
+	}
+	// A second booking of the same time: the first's hold keeps it until
+	// it is settled, then the EHR's calendar does.
+	bot.SetSilent("appointments.create", false)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var n int
-		// pg_locks is the whole server's (other tests' databases, this
-		// app's own jobs): count only the agent's lock, in this database.
-		if err := w.db.QueryRow(context.Background(), `
-			SELECT count(*) FROM pg_locks
-			WHERE locktype = 'advisory' AND granted AND objsubid = 1
-			  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('agent:dr-ana', 0)`).Scan(&n); err != nil {
+		var holds, bookings int
+		if err := w.db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM booking_holds), (SELECT count(*) FROM appointment_bookings WHERE subject = 'pat-recon')`).Scan(&holds, &bookings); err != nil {
 			t.Fatal(err)
 		}
-		if n == 1 {
+		if holds == 0 && bookings == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the first booking never took its lock")
+			t.Fatalf("not reconciled: %d holds, %d bookings", holds, bookings)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
-
-	second := s.call("POST", "/appointment/customer", tok, slotAt("dr-ana", 11, 30))
-	if second.err != nil || second.status != 409 || second.code != ehr.ErrAgentBusy.Code {
-		t.Fatalf("second booking: %+v", second)
+	r, list := s.ehrCall("GET", "/appointment", tok, "")
+	if items, _ := list["items"].([]any); r.status != 200 || len(items) != 1 {
+		t.Fatalf("the patient's listing after the reconcile: %d %s", r.status, r.body)
 	}
-	if second.took < time.Second || second.took > 3*time.Second {
-		t.Fatalf("the second booking answered after %s, with a lock wait of 1s", second.took)
+	var events int
+	if err := w.db.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = 'appointment.booked'`).Scan(&events); err != nil || events != 1 {
+		t.Fatalf("%d appointment.booked events (%v), want 1", events, err)
 	}
-	t.Logf("second booking answered %d %s after %s", second.status, second.code, second.took)
-	if a := <-first; a.err != nil || a.status != 201 {
-		t.Fatalf("first booking: %+v", a)
+	if a := s.call("POST", "/appointment/customer", tok, slotAt(drAna.ID, 9, 30)); a.err != nil || a.status != 409 || a.code != ehr.ErrAgentUnavailable.Code {
+		t.Fatalf("the same time again: %+v", a)
 	}
-	// Once the first is done the agent may be booked again.
-	if a := s.call("POST", "/appointment/customer", tok, slotAt("dr-ana", 11, 30)); a.err != nil || a.status != 201 {
-		t.Fatalf("booking after the first: %+v", a)
+	page := string(s.do("GET", "/metrics", "", nil).body)
+	if v, ok := metricValue(page, `carebridge_bookings_reconciled_total{outcome="recorded"}`); !ok || v != 1 {
+		t.Fatalf("bookings reconciled and recorded: %v (present %v), want 1", v, ok)
 	}
 }

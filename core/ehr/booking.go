@@ -30,14 +30,15 @@ const (
 // Integration holds the appointment and agent use cases over the EHR that
 // integration.ehr names.
 type Integration struct {
-	ehr       Scheduler // nil: none configured
-	holds     Holds
-	idem      IdempotencyStore
-	bookings  BookingLog
-	counter   Counter
-	fpKey     []byte // keys the Idempotency-Key fingerprints
-	rateLimit int
-	now       func() time.Time
+	ehr         Scheduler // nil: none configured
+	holds       Holds
+	idem        IdempotencyStore
+	bookings    BookingLog
+	counter     Counter
+	fpKey       []byte // keys the Idempotency-Key fingerprints
+	rateLimit   int
+	settleAfter time.Duration
+	now         func() time.Time
 }
 
 // IntegrationConfig tunes the appointment use cases.
@@ -49,6 +50,10 @@ type IntegrationConfig struct {
 	// RateLimit is how many appointment calls a patient-context caller may
 	// make a minute (0: unlimited).
 	RateLimit int
+	// SettleAfter is how long after an EHR call that ended without an
+	// answer the reconciler looks for its appointment (0: 30 s): a late
+	// answer of the EHR has landed by then.
+	SettleAfter time.Duration
 }
 
 // NewIntegration returns the use cases; scheduler may be nil when the EHR
@@ -58,7 +63,7 @@ type IntegrationConfig struct {
 // outcome in idem); counter counts patient-context calls for the rate limit.
 func NewIntegration(scheduler Scheduler, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, cfg IntegrationConfig) *Integration {
 	return &Integration{ehr: scheduler, holds: holds, idem: idem, bookings: bookings, counter: counter,
-		fpKey: cfg.FingerprintKey, rateLimit: cfg.RateLimit, now: time.Now}
+		fpKey: cfg.FingerprintKey, rateLimit: cfg.RateLimit, settleAfter: cmp.Or(cfg.SettleAfter, unknownSettle), now: time.Now}
 }
 
 // The leases of booking holds.
@@ -68,9 +73,7 @@ const (
 	// those calls may take, stays well inside it.
 	holdLease  = 2 * time.Minute
 	callBudget = 90 * time.Second
-	// unknownSettle is how long after a call that ended without an answer
-	// the reconciler looks for its appointment: a late answer of the EHR
-	// has landed by then.
+	// unknownSettle is the default of IntegrationConfig.SettleAfter.
 	unknownSettle = 30 * time.Second
 )
 
@@ -443,7 +446,7 @@ func (s *Integration) create(ctx context.Context, sch Scheduler, h Hold, a Appoi
 			return Appointment{}, err
 		}
 		// Best effort: a hold not marked is due once its lease runs out.
-		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, unknownSettle)
+		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, s.settleAfter)
 		return Appointment{}, errors.Join(err, errOutcomeUnknown)
 	}
 	return booked, s.settle(ctx, h, booked)

@@ -235,6 +235,14 @@ func (s *Server) SetDelay(action string, d time.Duration) {
 	s.delays[action] = d
 }
 
+// AppointmentCount is how many appointments the bot holds, cancelled ones
+// included.
+func (s *Server) AppointmentCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.appts)
+}
+
 // SetSilent makes the bot carry out action (an appointment is stored, say)
 // and then never answer it (true), or answer it again (false): a booking
 // whose answer is lost.
