@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/test/pgtest"
+	"github.com/carebridge/carebridge/test/wsbottest"
 )
 
 // The burst of TestEvents_NothingLostWhenAnInstanceIsKilled.
@@ -48,17 +49,7 @@ func TestEvents_NothingLostWhenAnInstanceIsKilled(t *testing.T) {
 	bin := carebridgeBin(t)
 	dbURL := pgtest.New(t)
 	tmp := t.TempDir()
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + tmp,
-		"AUTH_DEV_MODE=true",
-		"DEV_KEY_FILE=" + filepath.Join(tmp, "dev.pem"),
-		"DATABASE_URL=" + dbURL,
-		"CLOUD_STORAGE_CONNECTION_STRING=file://" + filepath.Join(tmp, "blobs"),
-		"EHR_CREDENTIALS_KEY=" + base64.StdEncoding.EncodeToString(key),
-	}
+	env := crashEnv(tmp, dbURL)
 	cmd := func(args ...string) []byte {
 		t.Helper()
 		c := exec.Command(bin, args...)
@@ -371,6 +362,133 @@ func TestEvents_NothingLostWhenAnInstanceIsKilled(t *testing.T) {
 }
 
 // crashCreateLocation creates a location of business and returns its id.
+// crashEnv is the environment of the binary's instances: dev tokens, the
+// database at dbURL, blobs and the dev key under dir.
+func crashEnv(dir, dbURL string) []string {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + dir,
+		"AUTH_DEV_MODE=true",
+		"DEV_KEY_FILE=" + filepath.Join(dir, "dev.pem"),
+		"DATABASE_URL=" + dbURL,
+		"CLOUD_STORAGE_CONNECTION_STRING=file://" + filepath.Join(dir, "blobs"),
+		"EHR_CREDENTIALS_KEY=" + base64.StdEncoding.EncodeToString(key),
+	}
+}
+
+// TestBooking_NothingLostWhenAnInstanceIsKilledMidBooking kills an instance
+// (SIGKILL) after the EHR created a booking's appointment and before the
+// instance recorded it; another instance on the same database records it
+// with its event, and the repeat with the same Idempotency-Key answers it.
+func TestBooking_NothingLostWhenAnInstanceIsKilledMidBooking(t *testing.T) {
+	bin := carebridgeBin(t)
+	dbURL := pgtest.New(t)
+	tmp := t.TempDir()
+	bot := wsbottest.Start(t)
+	bot.AddAgent(drAna, workdays(5))
+	ehrFile := filepath.Join(tmp, "ehr.yaml")
+	yaml := fmt.Sprintf("ehr_systems:\n  - name: peer\n    adapter: wsbot\n    base_url: %s\n    timeout: 60000\nintegration:\n  ehr: peer\n", bot.URL())
+	if err := os.WriteFile(ehrFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(crashEnv(tmp, dbURL), "EHR_CONFIG="+ehrFile)
+	c := exec.Command(bin, "dev-token", "--sub", "pat-crash", "--scope", "patient/Appointment.cus", "--ttl", "1h")
+	c.Env = env
+	raw, err := c.Output()
+	if err != nil {
+		t.Fatalf("dev-token: %v", err)
+	}
+	token := strings.TrimSpace(string(raw))
+
+	a := startCrashInstance(t, bin, env, tmp, "a")
+	t.Cleanup(func() {
+		if t.Failed() {
+			a.logTail(t)
+		}
+	})
+	// The EHR stores the appointment and never answers: A is killed while
+	// the booking waits for that answer, with nothing of it recorded.
+	bot.SetSilent("appointments.create", true)
+	booking := slotAt(drAna.ID, 9, 30)
+	post := func(base string) (*http.Response, []byte, error) {
+		req, _ := http.NewRequest("POST", base+"/appointment/customer", strings.NewReader(booking))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "crash-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp, body, err
+	}
+	cut := make(chan error, 1)
+	go func() { _, _, err := post(a.base); cut <- err }()
+	deadline := time.Now().Add(30 * time.Second)
+	for bot.AppointmentCount() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the booking never reached the EHR")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	if err := <-cut; err == nil {
+		t.Fatal("the booking was answered although its instance was killed")
+	}
+	bot.SetSilent("appointments.create", false)
+
+	db, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	count := func(query string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(context.Background(), query).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return n
+	}
+	if h, b := count(`SELECT count(*) FROM booking_holds`), count(`SELECT count(*) FROM appointment_bookings`); h != 1 || b != 0 {
+		t.Fatalf("after the kill: %d holds, %d bookings; want the pending one only", h, b)
+	}
+	// The killed instance's lease (2 min) is ended rather than waited out;
+	// B reconciles as it starts.
+	if _, err := db.Exec(context.Background(), `UPDATE booking_holds SET lease_until = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	b := startCrashInstance(t, bin, env, tmp, "b")
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.logTail(t)
+		}
+	})
+	deadline = time.Now().Add(30 * time.Second)
+	for count(`SELECT count(*) FROM appointment_bookings`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("B never recorded the booking")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if h, e := count(`SELECT count(*) FROM booking_holds`), count(`SELECT count(*) FROM events WHERE type = 'appointment.booked'`); h != 0 || e != 1 {
+		t.Fatalf("after the reconcile: %d holds, %d appointment.booked events; want 0 and 1", h, e)
+	}
+	resp, body, err := post(b.base)
+	if err != nil || resp.StatusCode != 201 || resp.Header.Get("Idempotency-Replayed") != "true" {
+		t.Fatalf("the repeat with the same key: %v %v %s", resp, err, body)
+	}
+	if n := bot.AppointmentCount(); n != 1 {
+		t.Fatalf("the EHR holds %d appointments, want 1", n)
+	}
+}
+
 func crashCreateLocation(c *http.Client, base, token, business, name string) (int64, error) {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
