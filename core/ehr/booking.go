@@ -287,6 +287,11 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 		return replay(ctx, sch, stored)
 	}
 	a, err := s.book(ctx, sch, actor, reach, r)
+	if errors.Is(err, ErrIdempotencyInProgress) {
+		// The key's claim was stale, but the first request's hold is
+		// still there: that booking goes on.
+		return s.resume(ctx, sch, actor, r)
+	}
 	var ce *core.Error
 	if err != nil && (!errors.As(err, &ce) || !isFinal(ce.Kind) || errors.Is(err, ErrAgentBusy)) {
 		if !errors.Is(err, errOutcomeUnknown) {
