@@ -35,19 +35,21 @@ type Integration struct {
 	idem     IdempotencyStore
 	bookings BookingLog
 	events   Events
-	fpKey    []byte // keys the Idempotency-Key fingerprints
+	fpKeys   [][]byte // key the Idempotency-Key fingerprints: the first makes them, all match
 	now      func() time.Time
 }
 
 // NewIntegration returns the use cases; scheduler may be nil when the EHR
 // systems file names no integration EHR (every call is then
-// ErrNoIntegration). fingerprintKey keys the HMAC that tells one booking
-// request from another under the same Idempotency-Key; every instance
-// sharing a database must use the same key. Bookings, cancellations and
+// ErrNoIntegration). fingerprintKeys key the HMAC that tells one booking
+// request from another under the same Idempotency-Key: the first makes new
+// fingerprints, and a fingerprint made under any of them (before a key
+// rotation) still matches; every instance sharing a database must use the
+// same keys. Bookings, cancellations and
 // moves the EHR confirmed are told as events: a booking's with its record
 // (bookings, idem), the others through events.
-func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore, bookings BookingLog, events Events, fingerprintKey []byte) *Integration {
-	return &Integration{ehr: scheduler, locks: locks, idem: idem, bookings: bookings, events: events, fpKey: fingerprintKey, now: time.Now}
+func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore, bookings BookingLog, events Events, fingerprintKeys [][]byte) *Integration {
+	return &Integration{ehr: scheduler, locks: locks, idem: idem, bookings: bookings, events: events, fpKeys: fingerprintKeys, now: time.Now}
 }
 
 // appointmentEvent is the event of type t about a, as the EHR confirmed it.
@@ -220,8 +222,7 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 	if len(r.IdempotencyKey) > 255 || strings.ContainsFunc(r.IdempotencyKey, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
 		return Booked{}, ErrInvalidIdempotencyKey
 	}
-	fp := s.fingerprint(actor.Subject, r)
-	stored, done, err := s.idem.Claim(ctx, actor.Subject, r.IdempotencyKey, fp)
+	stored, done, err := s.idem.Claim(ctx, actor.Subject, r.IdempotencyKey, s.fingerprints(actor.Subject, r))
 	if err != nil {
 		return Booked{}, err
 	}
@@ -301,17 +302,22 @@ func replay(ctx context.Context, sch Scheduler, raw []byte) (Booked, error) {
 	return Booked{Appointment: a, Replayed: true}, nil
 }
 
-// fingerprint identifies a booking request, so a key reused for another
-// request is told apart. It is an HMAC under the service's key: an
-// unkeyed hash of a patient's details could be matched against guesses.
-func (s *Integration) fingerprint(subject string, r BookingRequest) string {
+// fingerprints identify a booking request, so a key reused for another
+// request is told apart: one per fingerprint key, the current key's first.
+// Each is an HMAC under the service's key: an unkeyed hash of a patient's
+// details could be matched against guesses.
+func (s *Integration) fingerprints(subject string, r BookingRequest) []string {
 	r.IdempotencyKey = ""
 	raw, _ := json.Marshal(r) // a struct of strings and ints always marshals
-	m := hmac.New(sha256.New, s.fpKey)
-	m.Write([]byte(subject))
-	m.Write([]byte{0})
-	m.Write(raw)
-	return hex.EncodeToString(m.Sum(nil))
+	fps := make([]string, len(s.fpKeys))
+	for i, key := range s.fpKeys {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(subject))
+		m.Write([]byte{0})
+		m.Write(raw)
+		fps[i] = hex.EncodeToString(m.Sum(nil))
+	}
+	return fps
 }
 
 func (s *Integration) book(ctx context.Context, sch Scheduler, r BookingRequest) (Appointment, error) {

@@ -161,15 +161,15 @@ func memIdempotency(log *BookingLogMock) *IdempotencyStoreMock {
 	}
 	m := map[string]*entry{}
 	return &IdempotencyStoreMock{
-		ClaimFunc: func(_ context.Context, sub, key, fp string) ([]byte, bool, error) {
+		ClaimFunc: func(_ context.Context, sub, key string, fps []string) ([]byte, bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			e, ok := m[sub+"\x00"+key]
 			switch {
 			case !ok:
-				m[sub+"\x00"+key] = &entry{fp: fp}
+				m[sub+"\x00"+key] = &entry{fp: fps[0]}
 				return nil, false, nil
-			case e.fp != fp:
+			case !slices.Contains(fps, e.fp):
 				return nil, false, ErrIdempotencyKeyReused
 			case !e.done:
 				return nil, false, ErrIdempotencyInProgress
@@ -201,11 +201,11 @@ var (
 	nowTest = time.Date(2030, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
-var testFingerprintKey = []byte("0123456789abcdef0123456789abcdef")
+var testFingerprintKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
 
 func integration(c *calendar) *Integration {
 	log := memBookings()
-	s := NewIntegration(c, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKey)
+	s := NewIntegration(c, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKeys)
 	s.now = func() time.Time { return nowTest }
 	return s
 }
@@ -484,7 +484,7 @@ func TestSlots_CutsMergedFreeTime(t *testing.T) {
 
 func TestIntegration_WithoutAnEHR(t *testing.T) {
 	log := memBookings()
-	s := NewIntegration(nil, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKey)
+	s := NewIntegration(nil, mutexLocker(), memIdempotency(log), log, recordEvents(), testFingerprintKeys)
 	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
 		t.Fatalf("got %v", err)
 	}
@@ -505,7 +505,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	}
 	idem := s.idem.(*IdempotencyStoreMock)
 	stored := idem.CompleteCalls()[0]
-	fp := idem.ClaimCalls()[0].Fingerprint
+	fp := idem.ClaimCalls()[0].Fingerprints[0]
 	for _, v := range []string{string(stored.Outcome), fp} {
 		for _, marker := range []string{"Zebulon", "Quixwell", "1971", "zq.marker", "013 7799", "check-up"} {
 			if strings.Contains(v, marker) {
@@ -521,8 +521,8 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 		t.Fatalf("booking recorded with the outcome: %+v", stored.Booking)
 	}
 	// The fingerprint is keyed: another key gives another one.
-	other := NewIntegration(c, mutexLocker(), idem, s.bookings, s.events, []byte("another key, 32 bytes long....."))
-	if other.fingerprint("u", r) == fp || s.fingerprint("u", r) != fp || s.fingerprint("v", r) == fp {
+	other := NewIntegration(c, mutexLocker(), idem, s.bookings, s.events, [][]byte{[]byte("another key, 32 bytes long.....")})
+	if other.fingerprints("u", r)[0] == fp || s.fingerprints("u", r)[0] != fp || s.fingerprints("v", r)[0] == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}
 
