@@ -312,23 +312,31 @@ func carebridgeEnv(t *testing.T, dbURL string, env []string, args ...string) (st
 	return stdout.String(), stderr.String(), 0
 }
 
-// hooks is the webhook side of a world: the service key the CLI and the
-// apps share (SERVICE_KEYS).
+// hooks is the webhook side of a world: the service keys the CLI and the
+// apps share (SERVICE_KEYS; none: the key kept in PostgreSQL).
 type hooks struct {
-	w        *world
-	material []byte
+	w    *world
+	keys []keyring.Named
 }
 
-func newHooks(w *world) *hooks { return &hooks{w: w, material: key(7)} }
+func newHooks(w *world) *hooks {
+	return &hooks{w: w, keys: []keyring.Named{{ID: "hooks", Key: key(7)}}}
+}
 
+// env is the CLI's SERVICE_KEYS.
 func (h *hooks) env() []string {
-	return []string{"SERVICE_KEYS=hooks:" + hex.EncodeToString(h.material)}
+	if len(h.keys) == 0 {
+		return nil
+	}
+	list := make([]string, len(h.keys))
+	for i, k := range h.keys {
+		list[i] = k.ID + ":" + hex.EncodeToString(k.Key)
+	}
+	return []string{"SERVICE_KEYS=" + strings.Join(list, ",")}
 }
 
-// configure gives an app the service key the CLI seals secrets under.
-func (h *hooks) configure(c *app.Config) {
-	c.ServiceKeys = []keyring.Named{{ID: "hooks", Key: h.material}}
-}
+// configure gives an app the service keys the CLI seals secrets under.
+func (h *hooks) configure(c *app.Config) { c.ServiceKeys = h.keys }
 
 // add subscribes url with add-webhook and returns the id and the secret.
 func (h *hooks) add(url, events string, extra ...string) (string, string) {
