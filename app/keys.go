@@ -41,9 +41,9 @@ func LoadKeys(ctx context.Context, db *postgres.Store, configured, legacy []keyr
 		}
 		keys = Keys{{ID: postgres.GeneratedKeyID, Key: k}}
 	}
-	for _, k := range keys {
+	for i, k := range keys {
 		if len(k.Key) != keyring.KeySize {
-			return nil, fmt.Errorf("SERVICE_KEYS: key %q is %d bytes, want %d", k.ID, len(k.Key), keyring.KeySize)
+			return nil, fmt.Errorf("SERVICE_KEYS: key %d is %d bytes, want %d", i+1, len(k.Key), keyring.KeySize)
 		}
 	}
 	return append(keys[:len(keys):len(keys)], legacy...), nil
