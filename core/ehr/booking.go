@@ -45,9 +45,9 @@ type Integration struct {
 // request from another under the same Idempotency-Key: the first makes new
 // fingerprints, and a fingerprint made under any of them (before a key
 // rotation) still matches; every instance sharing a database must use the
-// same keys. Bookings, cancellations and
-// moves the EHR confirmed are told as events: a booking's with its record
-// (bookings, idem), the others through events.
+// same keys. Bookings, cancellations and moves the EHR confirmed are told
+// as events: a booking's with its record (bookings, idem), the others
+// through events.
 func NewIntegration(scheduler Scheduler, locks Locker, idem IdempotencyStore, bookings BookingLog, events Events, fingerprintKeys [][]byte) *Integration {
 	return &Integration{ehr: scheduler, locks: locks, idem: idem, bookings: bookings, events: events, fpKeys: fingerprintKeys, now: time.Now}
 }
