@@ -57,17 +57,19 @@ type Config struct {
 
 	EHR             *ehrconfig.Config // nil: no EHR configured (search answers 503)
 	RedisURL        string            // "": in-process cache and counters
-	CacheKey        []byte            // encrypts cached search results in Redis
 	SearchCacheTTL  time.Duration
 	SearchRateLimit int // searches per minute per caller (0: unlimited)
-	// IdempotencyKey keys the Idempotency-Key fingerprints; required with
-	// an integration EHR, the same for every instance.
-	IdempotencyKey []byte
 
-	// WebhookKey seals the webhook subscriptions' signing secrets; the
-	// admin CLI seals with the same key. nil: deliveries fail (retried)
-	// until a key is set.
-	WebhookKey []byte
+	// ServiceKeys (SERVICE_KEYS) key the service's own secrets: webhook
+	// secrets at rest, Idempotency-Key fingerprints, the Redis cache. The
+	// first seals, the others still open. Empty: the key generated at
+	// first start and kept in PostgreSQL, shared by every instance (the
+	// admin CLI uses the same keys, see LoadKeys).
+	ServiceKeys []keyring.Named
+	// LegacyKeys are the key material earlier versions derived those keys
+	// from (EHR_CREDENTIALS_KEY, CLOUD_STORAGE_ENCRYPTION_KEY): they only
+	// open, so what was sealed before an upgrade keeps working.
+	LegacyKeys []keyring.Named
 	// EventsNATSURL, when set, is the NATS server events are also
 	// published to (JetStream).
 	EventsNATSURL string
@@ -136,7 +138,11 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 
-	cache, err := a.newCache(ctx, cfg)
+	serviceKeys, err := LoadKeys(ctx, a.db, cfg.ServiceKeys, cfg.LegacyKeys)
+	if err != nil {
+		return err
+	}
+	cache, err := a.newCache(ctx, cfg.RedisURL, serviceKeys.cacheKey())
 	if err != nil {
 		return err
 	}
@@ -148,11 +154,8 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	logEHRSystems(ctx, a.log, cfg.EHR)
 	a.closers = ehrs.closers
 	search := ehr.NewService(ehrs.systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
-	if ehrs.scheduler != nil && len(cfg.IdempotencyKey) == 0 {
-		return errors.New("EHR_CREDENTIALS_KEY: is required with integration.ehr: it keys the Idempotency-Key fingerprints")
-	}
 	integration := ehr.NewIntegration(ehrs.scheduler, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache,
-		ehr.IntegrationConfig{FingerprintKey: cfg.IdempotencyKey, RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
+		ehr.IntegrationConfig{FingerprintKeys: serviceKeys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
 	a.integration, a.reconcileEvery = integration, cfg.ReconcileEvery
 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -168,7 +171,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 	a.closeAudit = closeAudit
-	a.events, err = newEvents(ctx, cfg, a.db, a.log.With("component", "events"), registry)
+	a.events, err = newEvents(ctx, cfg, serviceKeys, a.db, a.log.With("component", "events"), registry)
 	if err != nil {
 		return err
 	}
@@ -230,12 +233,12 @@ func newObjectStore(ctx context.Context, url string) (storage.ObjectStore, error
 }
 
 // newCache is Redis when REDIS_URL is set (shared by several instances),
-// else an in-process LRU.
-func (a *App) newCache(ctx context.Context, cfg Config) (ehr.Cache, error) {
-	if cfg.RedisURL == "" {
+// its values sealed under key, else an in-process LRU.
+func (a *App) newCache(ctx context.Context, url string, key []byte) (ehr.Cache, error) {
+	if url == "" {
 		return memory.New(memoryCacheEntries), nil
 	}
-	c, err := redis.New(ctx, cfg.RedisURL, cfg.CacheKey)
+	c, err := redis.New(ctx, url, key)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -21,7 +20,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
-	"github.com/carebridge/carebridge/adapters/redis"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/test/pgtest"
 	"github.com/carebridge/carebridge/test/testenv"
@@ -56,7 +54,6 @@ func TestIntegrationNew_ClosesWhatItBuiltWhenALaterStepFails(t *testing.T) {
 		OIDCAudience:   "carebridge",
 		EHR:            ehrs,
 		RedisURL:       redisURL,
-		CacheKey:       bytes.Repeat([]byte{7}, redis.KeySize),
 	}
 
 	goroutines, fds := runtime.NumGoroutine(), openFiles(t)

@@ -31,15 +31,11 @@ type events struct {
 // How often each instance purges delivered events past their retention.
 const eventPurgeEvery = time.Hour
 
-func newEvents(ctx context.Context, cfg Config, db *postgres.Store, log *slog.Logger, reg *prometheus.Registry) (*events, error) {
+func newEvents(ctx context.Context, cfg Config, keys Keys, db *postgres.Store, log *slog.Logger, reg *prometheus.Registry) (*events, error) {
 	e := &events{db: db, log: log}
-	var sealer *webhook.Sealer
-	if cfg.WebhookKey != nil {
-		s, err := webhook.NewSealer(cfg.WebhookKey)
-		if err != nil {
-			return nil, err
-		}
-		sealer = s
+	sealer, err := keys.WebhookSealer()
+	if err != nil {
+		return nil, err
 	}
 	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_webhook_attempts_total",
 		Help: "Webhook delivery attempts by outcome: delivered, retry (failed, to be retried) or failed (given up)."}, []string{"outcome"})

@@ -25,6 +25,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/test/testenv"
@@ -276,8 +277,8 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // --- The admin CLI with an environment of the test's choosing.
 
 // webhookKeyFor is the key the service seals webhook secrets with, given
-// the key material of EHR_CREDENTIALS_KEY (the derivation of the
-// contract: HMAC-SHA256 keyed with it, over the purpose).
+// a service key (or, in earlier versions, the key material of
+// EHR_CREDENTIALS_KEY): HMAC-SHA256 keyed with it, over the purpose.
 func webhookKeyFor(material []byte) []byte {
 	m := hmac.New(sha256.New, material)
 	m.Write([]byte("carebridge/webhook-secrets/v1"))
@@ -293,7 +294,7 @@ func carebridgeEnv(t *testing.T, dbURL string, env []string, args ...string) (st
 	cmd := exec.Command(carebridgeBin(t), args...)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != "EHR_CREDENTIALS_KEY" && name != "CLOUD_STORAGE_ENCRYPTION_KEY" && name != "DATABASE_URL" {
+		if name != "EHR_CREDENTIALS_KEY" && name != "CLOUD_STORAGE_ENCRYPTION_KEY" && name != "SERVICE_KEYS" && name != "DATABASE_URL" {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
@@ -311,21 +312,31 @@ func carebridgeEnv(t *testing.T, dbURL string, env []string, args ...string) (st
 	return stdout.String(), stderr.String(), 0
 }
 
-// hooks is the webhook side of a world: the key material the CLI and the
-// apps share.
+// hooks is the webhook side of a world: the service keys the CLI and the
+// apps share (SERVICE_KEYS; none: the key kept in PostgreSQL).
 type hooks struct {
-	w        *world
-	material []byte
+	w    *world
+	keys []keyring.Named
 }
 
-func newHooks(w *world) *hooks { return &hooks{w: w, material: key(7)} }
+func newHooks(w *world) *hooks {
+	return &hooks{w: w, keys: []keyring.Named{{ID: "hooks", Key: key(7)}}}
+}
 
+// env is the CLI's SERVICE_KEYS.
 func (h *hooks) env() []string {
-	return []string{"EHR_CREDENTIALS_KEY=" + hex.EncodeToString(h.material)}
+	if len(h.keys) == 0 {
+		return nil
+	}
+	list := make([]string, len(h.keys))
+	for i, k := range h.keys {
+		list[i] = k.ID + ":" + hex.EncodeToString(k.Key)
+	}
+	return []string{"SERVICE_KEYS=" + strings.Join(list, ",")}
 }
 
-// configure gives an app the webhook key the CLI seals secrets under.
-func (h *hooks) configure(c *app.Config) { c.WebhookKey = webhookKeyFor(h.material) }
+// configure gives an app the service keys the CLI seals secrets under.
+func (h *hooks) configure(c *app.Config) { c.ServiceKeys = h.keys }
 
 // add subscribes url with add-webhook and returns the id and the secret.
 func (h *hooks) add(url, events string, extra ...string) (string, string) {
@@ -693,8 +704,8 @@ func TestEvents_AdminCLI(t *testing.T) {
 		"URL with a password":  {h.env(), []string{"add-webhook", "--url", "https://u:p@hooks.example.com/x", "--events", "*"}, []string{"--url"}},
 		"unknown business":     {h.env(), []string{"add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*", "--business", "6f0e2a52-5d1c-4d59-9a41-5b0c2f0b7e11"}, []string{"--business", "6f0e2a52-5d1c-4d59-9a41-5b0c2f0b7e11"}},
 		"business not a uuid":  {h.env(), []string{"add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*", "--business", "acme"}, []string{"--business"}},
-		"no key material":      {nil, []string{"add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*"}, []string{"EHR_CREDENTIALS_KEY", "CLOUD_STORAGE_ENCRYPTION_KEY"}},
-		"bad key material":     {[]string{"EHR_CREDENTIALS_KEY=short"}, []string{"add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*"}, []string{"EHR_CREDENTIALS_KEY"}},
+		"bad SERVICE_KEYS":     {[]string{"SERVICE_KEYS=k1:short"}, []string{"add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*"}, []string{"SERVICE_KEYS", "key 1"}},
+		"duplicate key id":     {[]string{"SERVICE_KEYS=k1:" + hex.EncodeToString(key(3)) + ",k1:" + hex.EncodeToString(key(4))}, []string{"add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*"}, []string{"SERVICE_KEYS", "duplicate"}},
 		"remove unknown id":    {nil, []string{"remove-webhook", "--id", "6f0e2a52-5d1c-4d59-9a41-5b0c2f0b7e11"}, []string{"not found"}},
 		"remove a non-uuid":    {nil, []string{"remove-webhook", "--id", "nope"}, []string{"not found"}},
 	} {
@@ -727,10 +738,10 @@ func TestEvents_AdminCLI(t *testing.T) {
 		t.Fatalf("refused commands changed the subscriptions: %v", subs)
 	}
 
-	// CLOUD_STORAGE_ENCRYPTION_KEY alone is key material too.
-	out, errOut, code := run([]string{"CLOUD_STORAGE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key(3))}, "add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*")
+	// Without SERVICE_KEYS the key kept in PostgreSQL seals.
+	out, errOut, code := run(nil, "add-webhook", "--url", "http://127.0.0.1:9/h", "--events", "*")
 	if code != 0 || !strings.Contains(out, "whsec_") {
-		t.Fatalf("with CLOUD_STORAGE_ENCRYPTION_KEY: exit %d %q %q", code, out, errOut)
+		t.Fatalf("without SERVICE_KEYS: exit %d %q %q", code, out, errOut)
 	}
 
 	out, errOut, code = run(nil, "remove-webhook", "--id", id)

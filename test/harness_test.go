@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,6 +91,9 @@ func (w *world) s3Client() *awss3.Client {
 type server struct {
 	*world
 	base string
+	// stop stops the app before the test ends (a restart); the test's end
+	// stops it otherwise.
+	stop func()
 }
 
 // key is a master key, base64.
@@ -105,6 +109,18 @@ func (w *world) start(edit func(*app.Config)) *server {
 // out.
 func (w *world) startLogging(out io.Writer, edit func(*app.Config)) *server {
 	w.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, w.config(edit), slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		cancel()
+		w.t.Fatalf("start app: %v", err)
+	}
+	return w.run(ctx, cancel, a)
+}
+
+// config is the config of an app over the world's services, adjusted by
+// edit.
+func (w *world) config(edit func(*app.Config)) app.Config {
 	cfg := app.Config{
 		HTTPAddr:        "127.0.0.1:0",
 		DatabaseURL:     w.dbURL,
@@ -114,27 +130,29 @@ func (w *world) startLogging(out io.Writer, edit func(*app.Config)) *server {
 		MaxUploadBytes:  4 << 20,
 		OIDCIssuerURL:   w.issuer.URL(),
 		OIDCAudience:    audience,
-		IdempotencyKey:  key(9),
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		cancel()
-		w.t.Fatalf("start app: %v", err)
-	}
+	return cfg
+}
+
+// run serves a, built with ctx, until the test ends or its stop.
+func (w *world) run(ctx context.Context, cancel context.CancelFunc, a *app.App) *server {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	w.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			w.t.Errorf("app stopped with %v", err)
-		}
-		a.Close()
-	})
-	return &server{world: w, base: "http://" + a.Addr()}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				w.t.Errorf("app stopped with %v", err)
+			}
+			a.Close()
+		})
+	}
+	w.t.Cleanup(stop)
+	return &server{world: w, base: "http://" + a.Addr(), stop: stop}
 }
 
 // staffScopes are the scopes of a member of staff (a dev token's).

@@ -238,7 +238,7 @@ func TestIntegrationScaleOut_ThreeInstancesShareOneDatabaseStoreAndRedis(t *test
 	}
 	cfg := searchAndBookFile(t, search, bot.URL())
 	shared := func(c *app.Config) {
-		c.EHR, c.RedisURL, c.CacheKey = cfg, fmt.Sprintf("redis://127.0.0.1:6379/%d", scaleOutRedisDB), bytes.Repeat([]byte{7}, 32)
+		c.EHR, c.RedisURL = cfg, fmt.Sprintf("redis://127.0.0.1:6379/%d", scaleOutRedisDB)
 		c.SearchRateLimit, c.SearchCacheTTL = scaleOutSearchLimit, 5*time.Second
 	}
 	servers := []*server{w.start(shared), w.start(shared), w.start(shared)}

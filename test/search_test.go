@@ -201,7 +201,7 @@ func TestSearch_RateLimitHoldsAcrossInstancesWithRedis(t *testing.T) {
 	t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
 	rdb.FlushDB(context.Background())
 	shared := func(c *app.Config) {
-		c.EHR, c.RedisURL, c.CacheKey, c.SearchRateLimit, c.SearchCacheTTL = cfg, "redis://127.0.0.1:6379/9", bytes.Repeat([]byte{7}, 32), 3, time.Minute
+		c.EHR, c.RedisURL, c.SearchRateLimit, c.SearchCacheTTL = cfg, "redis://127.0.0.1:6379/9", 3, time.Minute
 	}
 	one, two := w.start(shared), w.start(shared)
 	tok := w.token("carol")

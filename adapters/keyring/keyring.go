@@ -103,36 +103,56 @@ func validateID(id string) error {
 	return nil
 }
 
-// ParsePrevious parses a comma-separated list of id:key pairs, where each
-// key is in a form ParseKey accepts. White space around entries, ids and
-// keys is ignored; an empty or blank list is no keys. An empty entry, an
-// invalid or duplicate id and a bad key are errors, which name the entry
-// by position and never repeat ids or key material.
-func ParsePrevious(s string) (map[string][]byte, error) {
-	keys := map[string][]byte{}
+// Named is a key with its id, as an id:key list gives it.
+type Named struct {
+	ID  string
+	Key []byte
+}
+
+// ParseList parses a comma-separated list of id:key pairs, in order,
+// where each key is in a form ParseKey accepts. White space around
+// entries, ids and keys is ignored; an empty or blank list is no keys. An
+// empty entry, an invalid or duplicate id and a bad key are errors, which
+// name the entry by position and never repeat ids or key material.
+func ParseList(s string) ([]Named, error) {
 	if strings.TrimSpace(s) == "" {
-		return keys, nil
+		return nil, nil
 	}
+	var keys []Named
 	for i, entry := range strings.Split(s, ",") {
 		id, key, ok := strings.Cut(entry, ":")
 		id = strings.TrimSpace(id)
 		switch {
 		case strings.TrimSpace(entry) == "":
-			return nil, fmt.Errorf("keyring: previous key %d is empty", i+1)
+			return nil, fmt.Errorf("key %d is empty", i+1)
 		case !ok:
-			return nil, fmt.Errorf("keyring: previous key %d is not of the form id:key", i+1)
+			return nil, fmt.Errorf("key %d is not of the form id:key", i+1)
 		}
 		if err := validateID(id); err != nil {
-			return nil, fmt.Errorf("keyring: previous key %d: %w", i+1, err)
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
 		}
-		if _, dup := keys[id]; dup {
-			return nil, fmt.Errorf("keyring: previous key %d: duplicate key id", i+1)
+		if slices.ContainsFunc(keys, func(n Named) bool { return n.ID == id }) {
+			return nil, fmt.Errorf("key %d: duplicate key id", i+1)
 		}
 		k, err := ParseKey(key)
 		if err != nil {
-			return nil, fmt.Errorf("keyring: previous key %d: %w", i+1, err)
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
 		}
-		keys[id] = k
+		keys = append(keys, Named{ID: id, Key: k})
+	}
+	return keys, nil
+}
+
+// ParsePrevious parses CLOUD_STORAGE_PREVIOUS_KEYS, an id:key list (see
+// ParseList), into a map from id to key.
+func ParsePrevious(s string) (map[string][]byte, error) {
+	list, err := ParseList(s)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: previous %w", err)
+	}
+	keys := make(map[string][]byte, len(list))
+	for _, n := range list {
+		keys[n.ID] = n.Key
 	}
 	return keys, nil
 }

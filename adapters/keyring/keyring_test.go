@@ -155,6 +155,29 @@ func TestParsePrevious(t *testing.T) {
 	}
 }
 
+func TestParseList_KeepsOrderAndNamesTheBadEntry(t *testing.T) {
+	k1, k2 := seq(), filled(0xfb)
+	h1, b2 := hex.EncodeToString(k1), base64.StdEncoding.EncodeToString(k2)
+	got, err := keyring.ParseList(" new:" + b2 + " , old : " + h1)
+	if err != nil || len(got) != 2 || got[0].ID != "new" || !bytes.Equal(got[0].Key, k2) || got[1].ID != "old" || !bytes.Equal(got[1].Key, k1) {
+		t.Fatalf("ParseList = %+v, %v; want new then old", got, err)
+	}
+	if got, err := keyring.ParseList(" "); err != nil || got != nil {
+		t.Fatalf("blank list = %+v, %v", got, err)
+	}
+	for in, want := range map[string]string{
+		"a:" + h1 + ",a:" + b2:     "key 2: duplicate key id",
+		"a:" + h1 + ",b:" + h1[2:]: "key 2: keyring: key must be 32 bytes",
+		"a/b:" + h1:                "key 1: key id may contain only",
+		h1:                         "key 1 is not of the form id:key",
+	} {
+		_, err := keyring.ParseList(in)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), h1[2:]) {
+			t.Errorf("ParseList(%.12q…) = %v, want an error starting %q without the key", in, err, want)
+		}
+	}
+}
+
 func TestNew(t *testing.T) {
 	k1, k2 := seq(), filled(0xfb)
 	tests := []struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,14 +33,18 @@ func (s *Store) Idempotency() *Idempotency { return &Idempotency{db: s.pool} }
 
 var _ ehr.IdempotencyStore = (*Idempotency)(nil)
 
-// Claim records the key, or returns what the first request stored.
-func (r *Idempotency) Claim(ctx context.Context, subject, key, fingerprint string) ([]byte, bool, error) {
+// Claim records the key with the first of fingerprints, or returns what
+// the first request stored when its fingerprint is any of them.
+func (r *Idempotency) Claim(ctx context.Context, subject, key string, fingerprints []string) ([]byte, bool, error) {
+	if len(fingerprints) == 0 {
+		return nil, false, errors.New("claim idempotency key: no fingerprint")
+	}
 	tag, err := r.db.Exec(ctx, `
 		INSERT INTO idempotency_keys (subject, key, fingerprint) VALUES ($1, $2, $3)
 		ON CONFLICT (subject, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now(), outcome = NULL, completed_at = NULL
 		WHERE (idempotency_keys.outcome IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => $4))
 		   OR idempotency_keys.created_at < now() - make_interval(secs => $5)`,
-		subject, key, fingerprint, staleClaim.Seconds(), IdempotencyRetention.Seconds())
+		subject, key, fingerprints[0], staleClaim.Seconds(), IdempotencyRetention.Seconds())
 	if err != nil {
 		return nil, false, fmt.Errorf("claim idempotency key: %w", err)
 	}
@@ -55,7 +60,7 @@ func (r *Idempotency) Claim(ctx context.Context, subject, key, fingerprint strin
 		return nil, false, ehr.ErrIdempotencyInProgress // released meanwhile; the client may try again
 	case err != nil:
 		return nil, false, fmt.Errorf("read idempotency key: %w", err)
-	case stored != fingerprint:
+	case !slices.Contains(fingerprints, stored):
 		return nil, false, ehr.ErrIdempotencyKeyReused
 	case outcome == nil:
 		return nil, false, ehr.ErrIdempotencyInProgress

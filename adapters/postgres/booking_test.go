@@ -270,29 +270,29 @@ func TestNew_IgnoresTheObsoleteLockParameters(t *testing.T) {
 func TestIntegrationIdempotency_ClaimCompleteReplay(t *testing.T) {
 	ctx := context.Background()
 	idem := pgtest.Store(t).Idempotency()
-	if _, done, err := idem.Claim(ctx, "alice", "k1", "fp-a"); err != nil || done {
+	if _, done, err := idem.Claim(ctx, "alice", "k1", []string{"fp-a"}); err != nil || done {
 		t.Fatalf("first claim: %v %v", done, err)
 	}
-	if _, _, err := idem.Claim(ctx, "alice", "k1", "fp-a"); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
+	if _, _, err := idem.Claim(ctx, "alice", "k1", []string{"fp-a"}); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
 		t.Fatalf("claim while running: %v", err)
 	}
 	if err := idem.Complete(ctx, "alice", "k1", []byte(`{"appointmentId":"a-1","status":"booked"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	out, done, err := idem.Claim(ctx, "alice", "k1", "fp-a")
+	out, done, err := idem.Claim(ctx, "alice", "k1", []string{"fp-a"})
 	if err != nil || !done || string(out) != `{"status": "booked", "appointmentId": "a-1"}` {
 		t.Fatalf("replay: %q %v %v", out, done, err)
 	}
-	if _, _, err := idem.Claim(ctx, "alice", "k1", "fp-b"); !errors.Is(err, ehr.ErrIdempotencyKeyReused) {
+	if _, _, err := idem.Claim(ctx, "alice", "k1", []string{"fp-b"}); !errors.Is(err, ehr.ErrIdempotencyKeyReused) {
 		t.Fatalf("another request with the key: %v", err)
 	}
-	if _, done, err := idem.Claim(ctx, "bob", "k1", "fp-b"); err != nil || done {
+	if _, done, err := idem.Claim(ctx, "bob", "k1", []string{"fp-b"}); err != nil || done {
 		t.Fatalf("the key is per caller: %v %v", done, err)
 	}
 	if err := idem.Release(ctx, "bob", "k1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, done, err := idem.Claim(ctx, "bob", "k1", "fp-c"); err != nil || done {
+	if _, done, err := idem.Claim(ctx, "bob", "k1", []string{"fp-c"}); err != nil || done {
 		t.Fatalf("after release: %v %v", done, err)
 	}
 }
@@ -301,7 +301,7 @@ func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.Store(t)
 	idem, bookings := db.Idempotency(), db.Bookings()
-	if _, _, err := idem.Claim(ctx, "ana", "k1", "fp"); err != nil {
+	if _, _, err := idem.Claim(ctx, "ana", "k1", []string{"fp"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := idem.Complete(ctx, "ana", "k1", []byte(`{"appointmentId":"a-2"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-2"}); err != nil {
@@ -330,7 +330,7 @@ func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {
 	}
 
 	// A failing booking record fails the outcome with it: neither is kept.
-	if _, _, err := idem.Claim(ctx, "ana", "k2", "fp"); err != nil {
+	if _, _, err := idem.Claim(ctx, "ana", "k2", []string{"fp"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Pool().Exec(ctx, `ALTER TABLE appointment_bookings ADD CONSTRAINT no_x CHECK (appointment_id <> 'x')`); err != nil {
@@ -339,7 +339,7 @@ func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {
 	if err := idem.Complete(ctx, "ana", "k2", []byte(`{"appointmentId":"x"}`), &ehr.Booking{Subject: "ana", AppointmentID: "x"}); err == nil {
 		t.Fatal("Complete succeeded with a booking that cannot be recorded")
 	}
-	if _, _, err := idem.Claim(ctx, "ana", "k2", "fp"); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
+	if _, _, err := idem.Claim(ctx, "ana", "k2", []string{"fp"}); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
 		t.Fatalf("the outcome was kept without its booking: %v", err)
 	}
 }
@@ -349,7 +349,7 @@ func TestIntegrationIdempotency_ExpiresAfterRetention(t *testing.T) {
 	db := pgtest.Store(t)
 	idem := db.Idempotency()
 	for _, k := range []string{"old", "new"} {
-		if _, _, err := idem.Claim(ctx, "ana", k, "fp-1"); err != nil {
+		if _, _, err := idem.Claim(ctx, "ana", k, []string{"fp-1"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := idem.Complete(ctx, "ana", k, []byte(`{"appointmentId":"a"}`), nil); err != nil {
@@ -360,7 +360,7 @@ func TestIntegrationIdempotency_ExpiresAfterRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An expired key is a new request, even for another fingerprint.
-	if _, done, err := idem.Claim(ctx, "ana", "old", "fp-2"); err != nil || done {
+	if _, done, err := idem.Claim(ctx, "ana", "old", []string{"fp-2"}); err != nil || done {
 		t.Fatalf("claim of an expired key: %v %v", done, err)
 	}
 	if _, err := db.Pool().Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'`); err != nil {
@@ -370,7 +370,7 @@ func TestIntegrationIdempotency_ExpiresAfterRetention(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("purge: %d %v", n, err)
 	}
-	if _, done, err := idem.Claim(ctx, "ana", "new", "fp-1"); err != nil || !done {
+	if _, done, err := idem.Claim(ctx, "ana", "new", []string{"fp-1"}); err != nil || !done {
 		t.Fatalf("a fresh key was purged: %v %v", done, err)
 	}
 }
@@ -384,7 +384,7 @@ func TestIntegrationIdempotency_TwoInstancesPurgeAtOnce(t *testing.T) {
 		SELECT 'u', 'k' || i, 'fp', '{}', now() - interval '25 hours', now() - interval '25 hours' FROM generate_series(1, 2500) i`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.Idempotency().Claim(ctx, "u", "fresh", "fp"); err != nil {
+	if _, _, err := db.Idempotency().Claim(ctx, "u", "fresh", []string{"fp"}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := postgres.New(ctx, db.Pool().Config().ConnString())

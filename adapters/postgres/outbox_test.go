@@ -317,7 +317,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 
 	// With the outcome of an Idempotency-Key.
 	for _, k := range []string{"k1", "k2", "k3", "k4"} {
-		if _, _, err := idem.Claim(ctx, "ana", k, "fp"); err != nil {
+		if _, _, err := idem.Claim(ctx, "ana", k, []string{"fp"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -352,7 +352,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 		t.Fatal("Record succeeded with an event that cannot be written")
 	}
 	for _, k := range []string{"k3", "k4"} {
-		if _, _, err := idem.Claim(ctx, "ana", k, "fp"); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
+		if _, _, err := idem.Claim(ctx, "ana", k, []string{"fp"}); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
 			t.Errorf("the outcome of %s was kept: %v", k, err)
 		}
 	}

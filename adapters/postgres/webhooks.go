@@ -87,6 +87,43 @@ func (w *Webhooks) List(ctx context.Context) ([]event.Subscription, error) {
 	return subs, nil
 }
 
+// Reseal replaces the sealed secret of every subscription with what
+// reseal returns for it, in one transaction that locks the subscriptions.
+// A subscription reseal fails for keeps its secret; its id is in failed.
+func (w *Webhooks) Reseal(ctx context.Context, reseal func(id string, sealed []byte) ([]byte, error)) (resealed int, failed []string, err error) {
+	type sub struct {
+		id     string
+		sealed []byte
+	}
+	err = pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `SELECT id::text, secret FROM webhook_subscriptions ORDER BY created_at, id FOR UPDATE`)
+		subs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sub, error) {
+			var s sub
+			err := row.Scan(&s.id, &s.sealed)
+			return s, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, s := range subs {
+			sealed, err := reseal(s.id, s.sealed)
+			if err != nil {
+				failed = append(failed, s.id)
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET secret = $2 WHERE id = $1::uuid`, s.id, sealed); err != nil {
+				return err
+			}
+			resealed++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("reseal webhook secrets: %w", err)
+	}
+	return resealed, failed, nil
+}
+
 // Remove deletes subscription id and its deliveries; an unknown one is
 // event.ErrSubscriptionNotFound.
 func (w *Webhooks) Remove(ctx context.Context, id string) error {

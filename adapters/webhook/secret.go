@@ -40,48 +40,70 @@ func NewSecret() (text string, raw []byte) {
 // Sealer encrypts signing secrets at rest with AES-256-GCM. A sealed
 // secret is nonce (12 random bytes) || ciphertext || tag, sealed with the
 // additional data "carebridge/webhook-secret/v1:" || subscription id.
-type Sealer struct{ aead cipher.AEAD }
+// It seals under its first key and opens under any of its keys, so secrets
+// sealed before a key rotation still open: a sealed secret does not record
+// its key, and GCM's tag tells the right key from the others.
+type Sealer struct{ aeads []cipher.AEAD }
 
-// NewSealer returns a sealer under key, which must be 32 bytes.
-func NewSealer(key []byte) (*Sealer, error) {
-	if len(key) != KeySize {
-		return nil, fmt.Errorf("webhook: sealing key must be %d bytes, got %d", KeySize, len(key))
+// NewSealer returns a sealer that seals under key and opens under key and
+// older, the keys it replaced; each must be 32 bytes.
+func NewSealer(key []byte, older ...[]byte) (*Sealer, error) {
+	s := &Sealer{}
+	for _, k := range append([][]byte{key}, older...) {
+		if len(k) != KeySize {
+			return nil, fmt.Errorf("webhook: sealing key must be %d bytes, got %d", KeySize, len(k))
+		}
+		block, err := aes.NewCipher(k)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: sealing key: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: sealing key: %w", err)
+		}
+		s.aeads = append(s.aeads, aead)
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("webhook: sealing key: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("webhook: sealing key: %w", err)
-	}
-	return &Sealer{aead: aead}, nil
+	return s, nil
 }
 
-// Seal encrypts the secret raw of subscription subscriptionID.
+// Seal encrypts the secret raw of subscription subscriptionID under the
+// sealer's first key.
 func (s *Sealer) Seal(subscriptionID string, raw []byte) []byte {
-	n := s.aead.NonceSize()
-	nonce := make([]byte, n, n+len(raw)+s.aead.Overhead())
+	aead := s.aeads[0]
+	n := aead.NonceSize()
+	nonce := make([]byte, n, n+len(raw)+aead.Overhead())
 	_, _ = rand.Read(nonce) // never fails: crypto/rand crashes the program instead
-	return s.aead.Seal(nonce, nonce, raw, []byte(sealDomain+subscriptionID))
+	return aead.Seal(nonce, nonce, raw, []byte(sealDomain+subscriptionID))
 }
 
 // errCannotOpen is every failure of Open: it tells nothing of the secret.
 var errCannotOpen = errors.New("webhook: secret cannot be opened")
 
-// Open decrypts what Seal returned for subscriptionID. A sealed secret
-// that was altered, belongs to another subscription or was sealed under
-// another key is an error, which never contains the secret.
+// Open decrypts what Seal returned for subscriptionID, under whichever of
+// the sealer's keys sealed it. A sealed secret that was altered, belongs to
+// another subscription or was sealed under none of the keys is an error,
+// which never contains the secret.
 func (s *Sealer) Open(subscriptionID string, sealed []byte) ([]byte, error) {
-	n := s.aead.NonceSize()
-	if len(sealed) < n+s.aead.Overhead() {
-		return nil, errCannotOpen
+	for _, aead := range s.aeads {
+		n := aead.NonceSize()
+		if len(sealed) < n+aead.Overhead() {
+			return nil, errCannotOpen
+		}
+		if raw, err := aead.Open(nil, sealed[:n], sealed[n:], []byte(sealDomain+subscriptionID)); err == nil {
+			return raw, nil
+		}
 	}
-	raw, err := s.aead.Open(nil, sealed[:n], sealed[n:], []byte(sealDomain+subscriptionID))
+	return nil, errCannotOpen
+}
+
+// Reseal opens a sealed secret under whichever key sealed it and seals it
+// again under the first key, so that older keys can be retired.
+func (s *Sealer) Reseal(subscriptionID string, sealed []byte) ([]byte, error) {
+	raw, err := s.Open(subscriptionID, sealed)
 	if err != nil {
-		return nil, errCannotOpen
+		return nil, err
 	}
-	return raw, nil
+	return s.Seal(subscriptionID, raw), nil
 }
 
 // ValidURL checks a receiver URL: absolute http or https with a host, an

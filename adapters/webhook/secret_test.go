@@ -109,6 +109,48 @@ func TestSealer_Open_RejectsOtherKey(t *testing.T) {
 	}
 }
 
+func TestSealer_SealsUnderFirstKeyAndOpensUnderAny(t *testing.T) {
+	k1, k2, k3 := bytes.Repeat([]byte{1}, webhook.KeySize), bytes.Repeat([]byte{2}, webhook.KeySize), bytes.Repeat([]byte{3}, webhook.KeySize)
+	old, _ := webhook.NewSealer(k1)
+	_, raw := webhook.NewSecret()
+	sealedOld := old.Seal("sub_1", raw)
+
+	rotated, err := webhook.NewSealer(k2, k3, k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := rotated.Open("sub_1", sealedOld); err != nil || !bytes.Equal(got, raw) {
+		t.Fatalf("a secret sealed under the older key: %v", err)
+	}
+	if _, err := rotated.Open("sub_2", sealedOld); err == nil {
+		t.Fatal("an older key opened the secret for another subscription")
+	}
+	sealedNew := rotated.Seal("sub_1", raw)
+	if _, err := old.Open("sub_1", sealedNew); err == nil {
+		t.Fatal("a new secret was sealed under the older key")
+	}
+	onlyNew, _ := webhook.NewSealer(k2)
+	if got, err := onlyNew.Open("sub_1", sealedNew); err != nil || !bytes.Equal(got, raw) {
+		t.Fatalf("a new secret does not open under the first key alone: %v", err)
+	}
+	if _, err := onlyNew.Open("sub_1", sealedOld); err == nil {
+		t.Fatal("a secret sealed under a retired key still opens")
+	}
+	resealed, err := rotated.Reseal("sub_1", sealedOld)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := onlyNew.Open("sub_1", resealed); err != nil || !bytes.Equal(got, raw) {
+		t.Fatalf("a resealed secret does not open under the first key alone: %v", err)
+	}
+	if _, err := onlyNew.Reseal("sub_1", sealedOld); err == nil {
+		t.Fatal("Reseal opened a secret under a retired key")
+	}
+	if _, err := webhook.NewSealer(k2, k1[:16]); err == nil {
+		t.Fatal("NewSealer accepted a 16-byte older key")
+	}
+}
+
 func TestNewSealer_RejectsKeyNot32Bytes(t *testing.T) {
 	for _, n := range []int{0, 16, 24, 31, 33, 64} {
 		key := make([]byte, n)

@@ -22,7 +22,8 @@ const adminUsage = `usage:
   carebridge admin add-webhook --url URL --events T1,T2|'*' [--business ID]
   carebridge admin list-webhooks
   carebridge admin remove-webhook --id ID
-  carebridge admin webhook-deliveries [--failed] [--limit N]`
+  carebridge admin webhook-deliveries [--failed] [--limit N]
+  carebridge admin reseal-webhooks`
 
 // admin runs the commands the HTTP API has no endpoint for: seeding data
 // and managing webhook subscriptions. Each prints JSON.
@@ -75,6 +76,8 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 			}
 			return map[string]string{"removed": *id}, nil
 		}
+	case "reseal-webhooks":
+		run = func(db *postgres.Store) (any, error) { return resealWebhooks(ctx, db, getenv) }
 	case "webhook-deliveries":
 		failed := fs.Bool("failed", false, "only the deliveries given up after 24 hours of retries")
 		limit := fs.Int("limit", 100, "at most this many, newest first")
@@ -133,8 +136,7 @@ func toWebhookJSON(s event.Subscription) webhookJSON {
 
 // addWebhook checks and stores a subscription, and returns its id and
 // secret: the only time the secret is shown. The secret is stored sealed
-// under the webhook key, which every instance derives from the same key
-// material.
+// under the service's first key, as the service resolves it.
 func addWebhook(ctx context.Context, db *postgres.Store, getenv env, url, types, businessID string) (any, error) {
 	if err := webhook.ValidURL(url); err != nil {
 		return nil, fmt.Errorf("--url: %w", err)
@@ -157,11 +159,7 @@ func addWebhook(ctx context.Context, db *postgres.Store, getenv env, url, types,
 		}
 		businessID = b.ID
 	}
-	key, err := webhookKey(getenv)
-	if err != nil {
-		return nil, err
-	}
-	sealer, err := webhook.NewSealer(key)
+	sealer, err := webhookSealer(ctx, db, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -172,4 +170,38 @@ func addWebhook(ctx context.Context, db *postgres.Store, getenv env, url, types,
 		return nil, err
 	}
 	return map[string]string{"id": sub.ID, "secret": text}, nil
+}
+
+// webhookSealer seals and opens webhook secrets with the service's keys:
+// SERVICE_KEYS, else the key kept in PostgreSQL (created when missing),
+// and the legacy keys, resolved as the service resolves them.
+func webhookSealer(ctx context.Context, db *postgres.Store, getenv env) (*webhook.Sealer, error) {
+	keys, legacy, err := serviceKeys(getenv)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := app.LoadKeys(ctx, db, keys, legacy)
+	if err != nil {
+		return nil, err
+	}
+	return resolved.WebhookSealer()
+}
+
+// resealWebhooks seals every webhook secret again under the first service
+// key, so that the older keys can be removed from SERVICE_KEYS. It lists
+// the subscriptions whose secret no key opens (their deliveries already
+// fail: remove and add them again).
+func resealWebhooks(ctx context.Context, db *postgres.Store, getenv env) (any, error) {
+	sealer, err := webhookSealer(ctx, db, getenv)
+	if err != nil {
+		return nil, err
+	}
+	n, failed, err := db.Webhooks().Reseal(ctx, sealer.Reseal)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Resealed   int      `json:"resealed"`
+		Unopenable []string `json:"unopenable"`
+	}{n, append([]string{}, failed...)}, nil
 }

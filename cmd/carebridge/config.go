@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -124,6 +122,11 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 	}
 
 	loadSearchConfig(getenv, &cfg, bad)
+	keys, legacy, err := serviceKeys(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.ServiceKeys, cfg.LegacyKeys = keys, legacy
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(getenv.or("LOG_LEVEL", "info"))); err != nil {
@@ -164,24 +167,8 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 		}
 	}
 	cfg.RedisURL = getenv.or("REDIS_URL", "")
-	if cfg.RedisURL != "" {
-		if credKey == nil {
-			bad("REDIS_URL", "needs EHR_CREDENTIALS_KEY, which encrypts the patient data cached in Redis")
-		}
-		cfg.CacheKey = deriveKey(credKey, "carebridge/search-cache/v1")
-	}
-	// The Idempotency-Key fingerprints are keyed, and the webhook secrets
-	// sealed, by a secret every instance shares: the EHR credentials key,
-	// else the blob master key.
-	secret := credKey
-	if secret == nil {
-		secret = cfg.EncryptionKey
-	}
-	if secret != nil {
-		cfg.IdempotencyKey = deriveKey(secret, "carebridge/idempotency/v1")
-		cfg.WebhookKey, _ = webhookKey(getenv) // the admin CLI's key; a bad key is reported above
-	} else if cfg.EHR != nil && cfg.EHR.Integration.EHR != "" {
-		bad("EHR_CREDENTIALS_KEY", "is required with integration.ehr (or set CLOUD_STORAGE_ENCRYPTION_KEY): it keys the Idempotency-Key fingerprints")
+	if s := strings.ToLower(cfg.RedisURL); s != "" && !strings.HasPrefix(s, "redis://") && !strings.HasPrefix(s, "rediss://") && !strings.HasPrefix(s, "unix://") {
+		bad("REDIS_URL", "must be a redis://, rediss:// or unix:// URL")
 	}
 	cfg.SearchCacheTTL = defaultSearchCacheTTL
 	if v := getenv.or("SEARCH_CACHE_TTL", ""); v != "" {
@@ -201,33 +188,34 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 	}
 }
 
-// webhookKeyPurpose derives the key that seals webhook secrets.
-const webhookKeyPurpose = "carebridge/webhook-secrets/v1"
+// The ids of the legacy keys: earlier versions keyed webhook secrets and
+// Idempotency-Key fingerprints with keys derived from EHR_CREDENTIALS_KEY,
+// else CLOUD_STORAGE_ENCRYPTION_KEY. Both still open (never seal), so
+// what they sealed keeps working after an upgrade.
+const (
+	legacyEHRCredentialsID = "legacy-ehr-credentials"
+	legacyBlobID           = "legacy-blob"
+)
 
-// webhookKey is the key the admin CLI seals a new webhook secret with: the
-// service's, derived from EHR_CREDENTIALS_KEY, else
-// CLOUD_STORAGE_ENCRYPTION_KEY. Without either, no secret is stored.
-func webhookKey(getenv env) ([]byte, error) {
-	for _, name := range []string{"EHR_CREDENTIALS_KEY", "CLOUD_STORAGE_ENCRYPTION_KEY"} {
-		if v := getenv.or(name, ""); v != "" {
-			key, err := keyring.ParseKey(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			return deriveKey(key, webhookKeyPurpose), nil
+// serviceKeys reads SERVICE_KEYS (the first seals, the others open; none:
+// the key kept in PostgreSQL) and the legacy keys. The service and the
+// admin CLI both read their keys with it, and resolve them with
+// app.LoadKeys.
+func serviceKeys(getenv env) (keys, legacy []keyring.Named, err error) {
+	keys, err = keyring.ParseList(getenv.or("SERVICE_KEYS", ""))
+	if err != nil {
+		return nil, nil, fmt.Errorf("SERVICE_KEYS: %w", err)
+	}
+	for _, v := range []struct{ name, id string }{
+		{"EHR_CREDENTIALS_KEY", legacyEHRCredentialsID},
+		{"CLOUD_STORAGE_ENCRYPTION_KEY", legacyBlobID},
+	} {
+		// A bad value is refused where the variable itself is read.
+		if k, err := keyring.ParseKey(getenv.or(v.name, "")); err == nil {
+			legacy = append(legacy, keyring.Named{ID: v.id, Key: k})
 		}
 	}
-	return nil, errors.New("EHR_CREDENTIALS_KEY (or CLOUD_STORAGE_ENCRYPTION_KEY) is required: webhook secrets are stored encrypted under it, with the same value the service runs with")
-}
-
-// deriveKey derives a key for one purpose from a configured secret, so
-// that every instance sharing a store agrees on it: the key that encrypts
-// cached search results in Redis, the one that keys Idempotency-Key
-// fingerprints.
-func deriveKey(secret []byte, purpose string) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(purpose))
-	return m.Sum(nil)
+	return keys, legacy, nil
 }
 
 // devKeyFile is where the dev-mode signing key lives: DEV_KEY_FILE, else

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"strings"
@@ -129,7 +130,7 @@ func TestLoadConfig_SearchSettings(t *testing.T) {
 	if err != nil || cfg.EHR != nil || cfg.SearchCacheTTL != 60*time.Second || cfg.SearchRateLimit != 120 || cfg.RedisURL != "" {
 		t.Fatalf("defaults %+v %v", cfg, err)
 	}
-	bad := map[string]string{"SEARCH_CACHE_TTL": "soon", "SEARCH_RATE_LIMIT": "-1", "REDIS_URL": "redis://127.0.0.1:6379", "EHR_CONFIG": "/does/not/exist.yaml"}
+	bad := map[string]string{"SEARCH_CACHE_TTL": "soon", "SEARCH_RATE_LIMIT": "-1", "REDIS_URL": "http://127.0.0.1:6379", "EHR_CONFIG": "/does/not/exist.yaml"}
 	for k, v := range base {
 		bad[k] = v
 	}
@@ -171,17 +172,91 @@ func TestRun_DevTokenScopes(t *testing.T) {
 	}
 }
 
-func TestLoadConfig_IdempotencyKey(t *testing.T) {
-	key := strings.Repeat("ab", 32)
-	withCred, err := loadConfigOnly(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
-		"EHR_CREDENTIALS_KEY": key}))
-	if err != nil || len(withCred.IdempotencyKey) != 32 {
-		t.Fatalf("with EHR_CREDENTIALS_KEY: %v %d", err, len(withCred.IdempotencyKey))
+func TestLoadConfig_ServiceKeysInOrderFirstSeals(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb"}
+	k1, k2 := bytes.Repeat([]byte{0xab}, 32), bytes.Repeat([]byte{0xfb}, 32)
+	base["SERVICE_KEYS"] = " k2:" + base64.RawURLEncoding.EncodeToString(k2) + " , k1:" + hex.EncodeToString(k1)
+	cfg, err := loadConfigOnly(envOf(base))
+	if err != nil {
+		t.Fatal(err)
 	}
-	withBlob, err := loadConfigOnly(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
-		"CLOUD_STORAGE_ENCRYPTION_KEY": key}))
-	if err != nil || len(withBlob.IdempotencyKey) != 32 || bytes.Equal(withBlob.IdempotencyKey, withBlob.EncryptionKey) {
-		t.Fatalf("with the blob key: %v, a derived key of %d bytes", err, len(withBlob.IdempotencyKey))
+	if len(cfg.ServiceKeys) != 2 || cfg.ServiceKeys[0].ID != "k2" || !bytes.Equal(cfg.ServiceKeys[0].Key, k2) ||
+		cfg.ServiceKeys[1].ID != "k1" || !bytes.Equal(cfg.ServiceKeys[1].Key, k1) {
+		t.Fatalf("SERVICE_KEYS = %+v, want k2 then k1", cfg.ServiceKeys)
+	}
+	delete(base, "SERVICE_KEYS")
+	if cfg, err := loadConfigOnly(envOf(base)); err != nil || len(cfg.ServiceKeys) != 0 || len(cfg.LegacyKeys) != 0 {
+		t.Fatalf("unset: %+v %+v %v; want no keys (the key kept in PostgreSQL)", cfg.ServiceKeys, cfg.LegacyKeys, err)
+	}
+}
+
+func TestLoadConfig_RefusesAMalformedServiceKeysOnOneLine(t *testing.T) {
+	good := hex.EncodeToString(bytes.Repeat([]byte{0xab}, 32))
+	short := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xcd}, 16))
+	for name, value := range map[string]string{
+		"bad id":        "k/1:" + good,
+		"empty id":      ":" + good,
+		"no id":         good,
+		"short key":     "k1:" + short,
+		"bad encoding":  "k1:" + strings.Repeat("zz", 32),
+		"duplicate id":  "k1:" + good + ",k1:" + short,
+		"empty entry":   "k1:" + good + ",",
+		"all-zero key":  "k1:" + strings.Repeat("00", 32),
+		"second is bad": "k1:" + good + ",k2:" + short,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadConfigOnly(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
+				"SERVICE_KEYS": value}))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			line := oneLine(err)
+			if !strings.HasPrefix(line, "SERVICE_KEYS: ") || strings.Contains(line, "\n") || strings.Contains(line, good) || strings.Contains(line, short) {
+				t.Fatalf("error %q: want one line naming SERVICE_KEYS, without key material", line)
+			}
+		})
+	}
+}
+
+// The keys of earlier versions stay among the keys that open: webhook
+// secrets were sealed, and fingerprints keyed, under keys derived from
+// EHR_CREDENTIALS_KEY, else CLOUD_STORAGE_ENCRYPTION_KEY.
+func TestLoadConfig_LegacyKeysStillOpen(t *testing.T) {
+	cred, blob := bytes.Repeat([]byte{0xab}, 32), bytes.Repeat([]byte{0xcd}, 32)
+	cfg, err := loadConfigOnly(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
+		"EHR_CREDENTIALS_KEY": hex.EncodeToString(cred), "CLOUD_STORAGE_ENCRYPTION_KEY": hex.EncodeToString(blob),
+		"SERVICE_KEYS": "k1:" + strings.Repeat("ef", 32)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.LegacyKeys) != 2 || cfg.LegacyKeys[0].ID != legacyEHRCredentialsID || !bytes.Equal(cfg.LegacyKeys[0].Key, cred) ||
+		cfg.LegacyKeys[1].ID != legacyBlobID || !bytes.Equal(cfg.LegacyKeys[1].Key, blob) || len(cfg.ServiceKeys) != 1 {
+		t.Fatalf("legacy keys %+v, service keys %+v", cfg.LegacyKeys, cfg.ServiceKeys)
+	}
+}
+
+// No variable is required beyond those the contract says are: an
+// integration EHR and REDIS_URL start without EHR_CREDENTIALS_KEY (needed
+// only for enc: values) and without any other key.
+func TestLoadConfig_IntegrationEHRAndRedisNeedNoKey(t *testing.T) {
+	file := t.TempDir() + "/ehr.yaml"
+	yaml := "ehr_systems:\n  - name: a\n    adapter: fhir\n    base_url: http://127.0.0.1:1/fhir\n    authentication:\n      type: api_key\n      api_key: env:EHR_A_KEY\nintegration:\n  ehr: a\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb",
+		"EHR_CONFIG": file, "EHR_A_KEY": "plain-from-env", "REDIS_URL": "redis://127.0.0.1:6379/3"}
+	cfg, err := loadConfigOnly(envOf(env))
+	if err != nil || cfg.EHR.Integration.EHR != "a" || cfg.RedisURL == "" {
+		t.Fatalf("integration.ehr and REDIS_URL without a key: %v", err)
+	}
+	// enc: values still need EHR_CREDENTIALS_KEY.
+	yaml = strings.Replace(yaml, "env:EHR_A_KEY", "enc:v1:AAAA", 1)
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfigOnly(envOf(env)); err == nil || !strings.Contains(err.Error(), "EHR_CREDENTIALS_KEY") {
+		t.Fatalf("enc: values without EHR_CREDENTIALS_KEY: %v", err)
 	}
 }
 
@@ -202,32 +277,6 @@ func TestLoadConfig_EventSettings(t *testing.T) {
 		}
 		return envOf(m)
 	}
-	cred, blob := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
-	// The service and the admin CLI derive the same webhook key, from the
-	// EHR credentials key first.
-	for _, e := range []env{with("EHR_CREDENTIALS_KEY", cred, "CLOUD_STORAGE_ENCRYPTION_KEY", blob), with("CLOUD_STORAGE_ENCRYPTION_KEY", blob)} {
-		cfg, err := loadConfigOnly(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cli, err := webhookKey(e)
-		if err != nil || len(cfg.WebhookKey) != 32 || !bytes.Equal(cfg.WebhookKey, cli) ||
-			bytes.Equal(cfg.WebhookKey, cfg.IdempotencyKey) || bytes.Equal(cfg.WebhookKey, cfg.EncryptionKey) {
-			t.Fatalf("webhook key: service %x, CLI %x (%v)", cfg.WebhookKey, cli, err)
-		}
-	}
-	a, _ := webhookKey(with("EHR_CREDENTIALS_KEY", cred))
-	b, _ := webhookKey(with("CLOUD_STORAGE_ENCRYPTION_KEY", cred))
-	if !bytes.Equal(a, b) {
-		t.Fatal("the same key material gives another webhook key")
-	}
-	if _, err := webhookKey(with()); err == nil || !strings.Contains(err.Error(), "EHR_CREDENTIALS_KEY") {
-		t.Fatalf("no key material: %v", err)
-	}
-	if cfg, err := loadConfigOnly(with()); err != nil || cfg.WebhookKey != nil {
-		t.Fatalf("without key material the service runs without a webhook key: %v", err)
-	}
-
 	cfg, err := loadConfigOnly(with("EVENTS_NATS_URL", "nats://127.0.0.1:4222,tls://nats-2:4222"))
 	if err != nil || cfg.EventsNATSURL != "nats://127.0.0.1:4222,tls://nats-2:4222" {
 		t.Fatalf("EVENTS_NATS_URL: %q %v", cfg.EventsNATSURL, err)

@@ -35,7 +35,7 @@ type Integration struct {
 	idem        IdempotencyStore
 	bookings    BookingLog
 	counter     Counter
-	fpKey       []byte // keys the Idempotency-Key fingerprints
+	fpKeys      [][]byte // key the Idempotency-Key fingerprints: the first makes them, all match
 	rateLimit   int
 	settleAfter time.Duration
 	now         func() time.Time
@@ -43,10 +43,12 @@ type Integration struct {
 
 // IntegrationConfig tunes the appointment use cases.
 type IntegrationConfig struct {
-	// FingerprintKey keys the HMAC that tells one booking request from
-	// another under the same Idempotency-Key; every instance sharing a
-	// database must use the same key.
-	FingerprintKey []byte
+	// FingerprintKeys key the HMAC that tells one booking request from
+	// another under the same Idempotency-Key: the first makes new
+	// fingerprints, and one made under any of them (before a key rotation)
+	// still matches; every instance sharing a database must use the same
+	// keys.
+	FingerprintKeys [][]byte
 	// RateLimit is how many appointment calls a patient-context caller may
 	// make a minute (0: unlimited).
 	RateLimit int
@@ -63,7 +65,7 @@ type IntegrationConfig struct {
 // outcome in idem); counter counts patient-context calls for the rate limit.
 func NewIntegration(scheduler Scheduler, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, cfg IntegrationConfig) *Integration {
 	return &Integration{ehr: scheduler, holds: holds, idem: idem, bookings: bookings, counter: counter,
-		fpKey: cfg.FingerprintKey, rateLimit: cfg.RateLimit, settleAfter: cmp.Or(cfg.SettleAfter, unknownSettle), now: time.Now}
+		fpKeys: cfg.FingerprintKeys, rateLimit: cfg.RateLimit, settleAfter: cmp.Or(cfg.SettleAfter, unknownSettle), now: time.Now}
 }
 
 // The leases of booking holds.
@@ -277,7 +279,7 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 	if len(key) > 255 || strings.ContainsFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
 		return Booked{}, ErrInvalidIdempotencyKey
 	}
-	stored, done, err := s.idem.Claim(ctx, actor.Subject, key, s.fingerprint(actor.Subject, r))
+	stored, done, err := s.idem.Claim(ctx, actor.Subject, key, s.fingerprints(actor.Subject, r))
 	switch {
 	case errors.Is(err, ErrIdempotencyInProgress):
 		return s.resume(ctx, sch, actor, r)
@@ -370,17 +372,22 @@ func replay(ctx context.Context, sch Scheduler, raw []byte) (Booked, error) {
 	return Booked{Appointment: a, Replayed: true}, nil
 }
 
-// fingerprint identifies a booking request, so a key reused for another
-// request is told apart. It is an HMAC under the service's key: an
-// unkeyed hash of a patient's details could be matched against guesses.
-func (s *Integration) fingerprint(subject string, r BookingRequest) string {
+// fingerprints identify a booking request, so a key reused for another
+// request is told apart: one per fingerprint key, the current key's first.
+// Each is an HMAC under the service's key: an unkeyed hash of a patient's
+// details could be matched against guesses.
+func (s *Integration) fingerprints(subject string, r BookingRequest) []string {
 	r.IdempotencyKey = ""
 	raw, _ := json.Marshal(r) // a struct of strings and ints always marshals
-	m := hmac.New(sha256.New, s.fpKey)
-	m.Write([]byte(subject))
-	m.Write([]byte{0})
-	m.Write(raw)
-	return hex.EncodeToString(m.Sum(nil))
+	fps := make([]string, len(s.fpKeys))
+	for i, key := range s.fpKeys {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(subject))
+		m.Write([]byte{0})
+		m.Write(raw)
+		fps[i] = hex.EncodeToString(m.Sum(nil))
+	}
+	return fps
 }
 
 // appointment checks a booking request and returns the appointment it

@@ -322,7 +322,7 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //
 //		// make and configure a mocked IdempotencyStore
 //		mockedIdempotencyStore := &IdempotencyStoreMock{
-//			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprint string) ([]byte, bool, error) {
+//			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error) {
 //				panic("mock out the Claim method")
 //			},
 //			CompleteFunc: func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error {
@@ -339,7 +339,7 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //	}
 type IdempotencyStoreMock struct {
 	// ClaimFunc mocks the Claim method.
-	ClaimFunc func(ctx context.Context, subject string, key string, fingerprint string) ([]byte, bool, error)
+	ClaimFunc func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error)
 
 	// CompleteFunc mocks the Complete method.
 	CompleteFunc func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error
@@ -357,8 +357,8 @@ type IdempotencyStoreMock struct {
 			Subject string
 			// Key is the key argument value.
 			Key string
-			// Fingerprint is the fingerprint argument value.
-			Fingerprint string
+			// Fingerprints is the fingerprints argument value.
+			Fingerprints []string
 		}
 		// Complete holds details about calls to the Complete method.
 		Complete []struct {
@@ -389,25 +389,25 @@ type IdempotencyStoreMock struct {
 }
 
 // Claim calls ClaimFunc.
-func (mock *IdempotencyStoreMock) Claim(ctx context.Context, subject string, key string, fingerprint string) ([]byte, bool, error) {
+func (mock *IdempotencyStoreMock) Claim(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error) {
 	if mock.ClaimFunc == nil {
 		panic("IdempotencyStoreMock.ClaimFunc: method is nil but IdempotencyStore.Claim was just called")
 	}
 	callInfo := struct {
-		Ctx         context.Context
-		Subject     string
-		Key         string
-		Fingerprint string
+		Ctx          context.Context
+		Subject      string
+		Key          string
+		Fingerprints []string
 	}{
-		Ctx:         ctx,
-		Subject:     subject,
-		Key:         key,
-		Fingerprint: fingerprint,
+		Ctx:          ctx,
+		Subject:      subject,
+		Key:          key,
+		Fingerprints: fingerprints,
 	}
 	mock.lockClaim.Lock()
 	mock.calls.Claim = append(mock.calls.Claim, callInfo)
 	mock.lockClaim.Unlock()
-	return mock.ClaimFunc(ctx, subject, key, fingerprint)
+	return mock.ClaimFunc(ctx, subject, key, fingerprints)
 }
 
 // ClaimCalls gets all the calls that were made to Claim.
@@ -415,16 +415,16 @@ func (mock *IdempotencyStoreMock) Claim(ctx context.Context, subject string, key
 //
 //	len(mockedIdempotencyStore.ClaimCalls())
 func (mock *IdempotencyStoreMock) ClaimCalls() []struct {
-	Ctx         context.Context
-	Subject     string
-	Key         string
-	Fingerprint string
+	Ctx          context.Context
+	Subject      string
+	Key          string
+	Fingerprints []string
 } {
 	var calls []struct {
-		Ctx         context.Context
-		Subject     string
-		Key         string
-		Fingerprint string
+		Ctx          context.Context
+		Subject      string
+		Key          string
+		Fingerprints []string
 	}
 	mock.lockClaim.RLock()
 	calls = mock.calls.Claim

@@ -85,12 +85,14 @@ type Booking struct {
 // data, and the fingerprint is keyed (HMAC): nothing stored reveals who the
 // appointment is for.
 type IdempotencyStore interface {
-	// Claim records key for subject and the request's fingerprint. For a
-	// new key it returns done false, and the caller must Complete or
-	// Release it. For a key used before it returns the stored outcome and
-	// done true. A key reused for another request is ErrIdempotencyKeyReused;
-	// one whose first request is still running is ErrIdempotencyInProgress.
-	Claim(ctx context.Context, subject, key, fingerprint string) (outcome []byte, done bool, err error)
+	// Claim records key for subject and the request's fingerprint, the
+	// first of fingerprints (the request's fingerprint under each service
+	// key, the current key's first). For a new key it returns done false,
+	// and the caller must Complete or Release it. For a key used before
+	// with any of fingerprints it returns the stored outcome and done true.
+	// A key reused for another request is ErrIdempotencyKeyReused; one
+	// whose first request is still running is ErrIdempotencyInProgress.
+	Claim(ctx context.Context, subject, key string, fingerprints []string) (outcome []byte, done bool, err error)
 	// Complete stores the outcome of a claimed key and, when booking is not
 	// nil, records the booking, in one transaction.
 	Complete(ctx context.Context, subject, key string, outcome []byte, booking *Booking) error

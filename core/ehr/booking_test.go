@@ -286,15 +286,15 @@ func memIdempotency(log *memBookingLog) *IdempotencyStoreMock {
 	}
 	m := map[string]*entry{}
 	return &IdempotencyStoreMock{
-		ClaimFunc: func(_ context.Context, sub, key, fp string) ([]byte, bool, error) {
+		ClaimFunc: func(_ context.Context, sub, key string, fps []string) ([]byte, bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			e, ok := m[sub+"\x00"+key]
 			switch {
 			case !ok:
-				m[sub+"\x00"+key] = &entry{fp: fp}
+				m[sub+"\x00"+key] = &entry{fp: fps[0]}
 				return nil, false, nil
-			case e.fp != fp:
+			case !slices.Contains(fps, e.fp):
 				return nil, false, ErrIdempotencyKeyReused
 			case !e.done:
 				return nil, false, ErrIdempotencyInProgress
@@ -326,10 +326,10 @@ var (
 	nowTest = time.Date(2030, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
-var testFingerprintKey = []byte("0123456789abcdef0123456789abcdef")
+var testFingerprintKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
 
 func integration(c *calendar) *Integration {
-	return integrationWith(c, IntegrationConfig{FingerprintKey: testFingerprintKey})
+	return integrationWith(c, IntegrationConfig{FingerprintKeys: testFingerprintKeys})
 }
 
 func integrationWith(c Scheduler, cfg IntegrationConfig) *Integration {
@@ -776,7 +776,7 @@ func TestBook_APatientHoldsAtMostTwentyFutureAppointments(t *testing.T) {
 func TestAppointments_APatientIsRateLimited(t *testing.T) {
 	c := newCalendar(chicago)
 	c.ListAppointmentsFunc = func(context.Context, AppointmentFilter) (Page[Appointment], error) { return Page[Appointment]{}, nil }
-	s := integrationWith(c, IntegrationConfig{FingerprintKey: testFingerprintKey, RateLimit: 3})
+	s := integrationWith(c, IntegrationConfig{FingerprintKeys: testFingerprintKeys, RateLimit: 3})
 	pat := patientCaller("pat")
 	for i := range 3 {
 		if _, err := s.Appointments(pat, AppointmentFilter{}); err != nil {
@@ -890,7 +890,7 @@ func TestSlots_CutsMergedFreeTime(t *testing.T) {
 }
 
 func TestIntegration_WithoutAnEHR(t *testing.T) {
-	s := integrationWith(nil, IntegrationConfig{FingerprintKey: testFingerprintKey})
+	s := integrationWith(nil, IntegrationConfig{FingerprintKeys: testFingerprintKeys})
 	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
 		t.Fatalf("got %v", err)
 	}
@@ -911,7 +911,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	}
 	idem := s.idem.(*IdempotencyStoreMock)
 	stored := idem.CompleteCalls()[0]
-	fp := idem.ClaimCalls()[0].Fingerprint
+	fp := idem.ClaimCalls()[0].Fingerprints[0]
 	for _, v := range []string{string(stored.Outcome), fp} {
 		for _, marker := range []string{"Zebulon", "Quixwell", "1971", "zq.marker", "013 7799", "check-up"} {
 			if strings.Contains(v, marker) {
@@ -927,8 +927,8 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 		t.Fatalf("booking recorded with the outcome: %+v", stored.Booking)
 	}
 	// The fingerprint is keyed: another key gives another one.
-	other := NewIntegration(c, s.holds, idem, s.bookings, s.counter, IntegrationConfig{FingerprintKey: []byte("another key, 32 bytes long.....")})
-	if other.fingerprint("u", r) == fp || s.fingerprint("u", r) != fp || s.fingerprint("v", r) == fp {
+	other := NewIntegration(c, s.holds, idem, s.bookings, s.counter, IntegrationConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
+	if other.fingerprints("u", r)[0] == fp || s.fingerprints("u", r)[0] != fp || s.fingerprints("v", r)[0] == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}
 
