@@ -49,6 +49,9 @@ type Config struct {
 	CORSAllowedOrigins []string
 	// StallTimeout cuts off a body that moves no byte for this long (0: 30 s).
 	StallTimeout time.Duration
+	// ReadAheadBytes bounds the read-ahead buffers of all encrypted
+	// downloads together (0: storage.DefaultReadAheadBytes).
+	ReadAheadBytes int64
 
 	EHR             *ehrconfig.Config // nil: no EHR configured (search answers 503)
 	RedisURL        string            // "": in-process cache and counters
@@ -156,7 +159,8 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
+	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes,
+		storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))
 	a.blobs = blobs
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
 		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
