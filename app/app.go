@@ -86,6 +86,8 @@ type App struct {
 	purged   prometheus.Counter // expired Idempotency-Keys removed
 	swept    prometheus.Counter // orphan objects removed
 	blobs    *storage.Service
+	// sweptIncomplete counts the leftovers of unfinished writes removed.
+	sweptIncomplete prometheus.Counter
 	// closeAudit flushes and stops the audit writer.
 	closeAudit func()
 	events     *events
@@ -164,7 +166,9 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	a.blobs = blobs
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
 		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
-	registry.MustRegister(a.swept)
+	a.sweptIncomplete = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_incomplete_uploads_removed_total",
+		Help: "Temporary files and incomplete multipart uploads of unfinished writes, older than a day, removed by the sweeper."})
+	registry.MustRegister(a.swept, a.sweptIncomplete)
 	api := httpapi.New(httpapi.Config{
 		Log:         a.log.With("component", "http"),
 		Auth:        verifier,
@@ -266,7 +270,7 @@ func (a *App) Run(ctx context.Context) error {
 	jobs, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
-	go sweepOrphans(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept)
+	go sweepObjects(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept, a.sweptIncomplete)
 	a.events.run(jobs)
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()
