@@ -54,6 +54,9 @@ type Config struct {
 	// settled (0: 30 s), and ReconcileSettle how long after such a loss
 	// (0: 30 s). Tests shorten them.
 	ReconcileEvery, ReconcileSettle time.Duration
+	// ReadAheadBytes bounds the read-ahead buffers of all encrypted
+	// downloads together (0: storage.DefaultReadAheadBytes).
+	ReadAheadBytes int64
 
 	EHR             *ehrconfig.Config // nil: no EHR configured (search answers 503)
 	RedisURL        string            // "": in-process cache and counters
@@ -95,6 +98,8 @@ type App struct {
 	reconcileEvery time.Duration
 	integration    *ehr.Integration
 	blobs          *storage.Service
+	// sweptIncomplete counts the leftovers of unfinished writes removed.
+	sweptIncomplete prometheus.Counter
 	// closeAudit flushes and stops the audit writer.
 	closeAudit func()
 	events     *events
@@ -175,11 +180,14 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes)
+	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes,
+		storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))
 	a.blobs = blobs
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
 		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
-	registry.MustRegister(a.swept)
+	a.sweptIncomplete = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_incomplete_uploads_removed_total",
+		Help: "Temporary files and incomplete multipart uploads of unfinished writes, older than a day, removed by the sweeper."})
+	registry.MustRegister(a.swept, a.sweptIncomplete)
 	api := httpapi.New(httpapi.Config{
 		Log:         a.log.With("component", "http"),
 		Auth:        verifier,
@@ -281,7 +289,7 @@ func (a *App) Run(ctx context.Context) error {
 	jobs, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
-	go sweepOrphans(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept)
+	go sweepObjects(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept, a.sweptIncomplete)
 	go reconcileBookings(jobs, cmp.Or(a.reconcileEvery, reconcileEvery), a.integration, a.log.With("component", "jobs"), a.reconciled)
 	a.events.run(jobs)
 	errc := make(chan error, 1)

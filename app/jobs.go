@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // How often each instance removes expired Idempotency-Keys, and sweeps
-// orphan objects.
+// the object store.
 const (
 	purgeEvery = time.Hour
 	purgeBatch = 1000
@@ -92,25 +93,35 @@ func purgeLoop(ctx context.Context, every time.Duration, what string, purge func
 	}
 }
 
-// sweepOrphans removes, every sweepEvery until ctx is done, the objects
-// that no blob entry names and that are older than storage.OrphanAge (a
-// crash between an object's write and its entry's insert leaves them).
-// Every instance runs it; the claim lets one at a time sweep, the others
-// skip that round.
-func sweepOrphans(ctx context.Context, db *postgres.Store, blobs *storage.Service, log *slog.Logger, removed prometheus.Counter) {
+// sweepObjects cleans the object store every sweepEvery until ctx is done:
+// it removes the objects that no blob entry names and that are older than
+// storage.OrphanAge (a crash between an object's write and its entry's
+// insert leaves them), then what writes that never finished left and that
+// began over storage.IncompleteAge ago (temporary files, incomplete
+// multipart uploads: a process killed mid-upload leaves them), counting
+// each. Every instance runs it; the claim lets one at a time sweep, the
+// others skip that round, and what another sweep removed first is not an
+// error.
+func sweepObjects(ctx context.Context, db *postgres.Store, blobs *storage.Service, log *slog.Logger, orphans, incomplete prometheus.Counter) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
 		_, err := db.SweepClaim(ctx, func(ctx context.Context) error {
-			n, err := blobs.SweepOrphans(ctx, time.Now().Add(-storage.OrphanAge))
-			removed.Add(float64(n))
+			now := time.Now()
+			n, err := blobs.SweepOrphans(ctx, now.Add(-storage.OrphanAge))
+			orphans.Add(float64(n))
 			if n > 0 {
 				log.Info("orphan objects removed", "count", n)
 			}
-			return err
+			m, ierr := blobs.SweepIncomplete(ctx, now.Add(-storage.IncompleteAge))
+			incomplete.Add(float64(m))
+			if m > 0 {
+				log.Info("incomplete uploads removed", "count", m)
+			}
+			return errors.Join(err, ierr)
 		})
 		if err != nil && ctx.Err() == nil {
-			log.Warn("sweep orphan objects", "error", err.Error())
+			log.Warn("sweep objects", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():

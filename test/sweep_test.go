@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -16,8 +17,9 @@ import (
 	"github.com/carebridge/carebridge/core/storage"
 )
 
-// Two instances sweep at once: each orphan object goes once, and no object
-// with an entry goes.
+// Two instances sweep at once, as app's sweeper does (orphans, then
+// unfinished uploads, under the claim): each orphan object and each
+// incomplete multipart upload goes once, and no object with an entry goes.
 func TestIntegrationSweep_TwoInstancesAtOnce(t *testing.T) {
 	w := newWorld(t, withS3)
 	s := w.start(nil)
@@ -41,6 +43,15 @@ func TestIntegrationSweep_TwoInstancesAtOnce(t *testing.T) {
 	if w.objects() != 8 {
 		t.Fatalf("%d objects before the sweep", w.objects())
 	}
+	// Multipart uploads a killed process left, never completed.
+	uploads := aws.String(w.s3.BucketPrefix + "uploads")
+	for i := range 3 {
+		_, err := w.raw.CreateMultipartUpload(context.Background(), &awss3.CreateMultipartUploadInput{Bucket: uploads,
+			Key: aws.String(fmt.Sprintf("crashed%02d", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	instance := func() (*postgres.Store, *storage.Service) {
 		db, err := postgres.New(context.Background(), w.dbURL)
@@ -55,9 +66,9 @@ func TestIntegrationSweep_TwoInstancesAtOnce(t *testing.T) {
 		return db, storage.NewService(db.Blobs(), objects, nil, db, 1<<20)
 	}
 	var (
-		wg              sync.WaitGroup
-		mu              sync.Mutex
-		removed, rounds int
+		wg                       sync.WaitGroup
+		mu                       sync.Mutex
+		removed, aborted, rounds int
 	)
 	cutoff := time.Now().Add(time.Minute) // every object counts as old enough
 	for range 2 {
@@ -68,10 +79,12 @@ func TestIntegrationSweep_TwoInstancesAtOnce(t *testing.T) {
 				defer wg.Done()
 				ran, err := db.SweepClaim(context.Background(), func(ctx context.Context) error {
 					n, err := svc.SweepOrphans(ctx, cutoff)
+					m, ierr := svc.SweepIncomplete(ctx, cutoff)
 					mu.Lock()
 					removed += n
+					aborted += m
 					mu.Unlock()
-					return err
+					return errors.Join(err, ierr)
 				})
 				if err != nil {
 					t.Errorf("sweep: %v", err)
@@ -87,6 +100,10 @@ func TestIntegrationSweep_TwoInstancesAtOnce(t *testing.T) {
 	wg.Wait()
 	if removed != 5 || rounds < 1 || w.objects() != 3 {
 		t.Fatalf("removed %d in %d rounds; %d objects left, want 3", removed, rounds, w.objects())
+	}
+	left, err := w.raw.ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: uploads})
+	if err != nil || aborted != 3 || len(left.Uploads) != 0 {
+		t.Fatalf("aborted %d multipart uploads, %v; want 3 and none left (%d are)", aborted, err, len(left.Uploads))
 	}
 	for _, id := range kept {
 		if r := s.do("GET", "/cloud-blob/download/"+id, tok, nil); r.status != 200 || string(r.body) != "kept file" {

@@ -298,6 +298,50 @@ func (s *Store) List(ctx context.Context, c storage.Container, fn func(name stri
 	})
 }
 
+// SweepIncomplete removes the temporary files under c (writes that never
+// reached their rename: the process died mid-upload) last written before
+// cutoff, and returns how many it removed.
+func (s *Store) SweepIncomplete(ctx context.Context, c storage.Container, cutoff time.Time) (int, error) {
+	if err := validateContainer(c); err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", c, err)
+	}
+	removed := 0
+	err := fs.WalkDir(s.root.FS(), string(c), func(p string, d fs.DirEntry, err error) error {
+		if p == string(c) && errors.Is(err, fs.ErrNotExist) {
+			return fs.SkipAll // a container never ensured holds nothing
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
+			return nil
+		}
+		info, err := d.Info()
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // renamed or removed meanwhile
+		case err != nil:
+			return err
+		case !info.ModTime().Before(cutoff):
+			return nil // a write that may still be going on
+		}
+		switch err := s.root.Remove(p); {
+		case err == nil:
+			removed++
+		case !errors.Is(err, fs.ErrNotExist): // else another sweep was first
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("sweep %s: %w", c, err)
+	}
+	return removed, nil
+}
+
 // Ping reports whether the root directory is still there.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {

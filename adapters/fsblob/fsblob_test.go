@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carebridge/carebridge/adapters/fsblob"
 	"github.com/carebridge/carebridge/core/storage"
@@ -245,5 +246,54 @@ func assertNoTempFiles(t *testing.T, dir string) {
 	})
 	if err != nil {
 		t.Errorf("walk %s: %v", dir, err)
+	}
+}
+
+func TestSweepIncomplete_RemovesOldTemporaryFilesOnly(t *testing.T) {
+	ctx := t.Context()
+	s, dir := newStore(t)
+	if err := s.EnsureContainer(ctx, storage.ContainerUploads); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kept", "d/kept-old"} {
+		if err := s.Put(ctx, storage.ContainerUploads, name, strings.NewReader("object"), 6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	write := func(rel string, modified time.Time) string {
+		p := filepath.Join(dir, "uploads", filepath.FromSlash(rel))
+		if err := os.WriteFile(p, []byte("half an upload"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, modified, modified); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := []string{write(".tmp-old", now.Add(-25*time.Hour)), write("d/.tmp-old-nested", now.Add(-48*time.Hour))}
+	fresh := write(".tmp-fresh", now.Add(-time.Hour))
+	// A finished object as old as the temporary files stays.
+	oldObject := filepath.Join(dir, "uploads", "d", "kept-old")
+	if err := os.Chtimes(oldObject, now.Add(-48*time.Hour), now.Add(-48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := s.SweepIncomplete(ctx, storage.ContainerUploads, now.Add(-storage.IncompleteAge))
+	if err != nil || n != len(old) {
+		t.Fatalf("SweepIncomplete = %d, %v; want %d", n, err, len(old))
+	}
+	for _, p := range old {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	for _, p := range []string{fresh, oldObject, filepath.Join(dir, "uploads", "kept")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	if n, err := s.SweepIncomplete(ctx, storage.ContainerUploads, now.Add(-storage.IncompleteAge)); n != 0 || err != nil {
+		t.Errorf("second sweep = %d, %v; want 0", n, err)
 	}
 }

@@ -40,8 +40,9 @@ const cleanupTimeout = 30 * time.Second
 // Store is an object store on an S3-compatible server. It is safe for
 // concurrent use.
 type Store struct {
-	client *awss3.Client
-	cfg    Config
+	client    *awss3.Client
+	cfg       Config
+	sweepPage int32 // multipart uploads per listing of SweepIncomplete
 }
 
 // New returns a store for cfg. It does not contact the server: call
@@ -74,7 +75,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &Store{client: client, cfg: cfg}, nil
+	return &Store{client: client, cfg: cfg, sweepPage: sweepPage}, nil
 }
 
 // newHTTPClient returns the SDK's default HTTP client, except that its TCP
@@ -371,6 +372,54 @@ func (s *Store) List(ctx context.Context, c storage.Container, fn func(name stri
 	}
 	return nil
 }
+
+// SweepIncomplete aborts the multipart uploads of c's bucket begun before
+// cutoff and never completed (the process died mid-upload; a failed upload
+// aborts its own), a page of ListMultipartUploads at a time, and returns
+// how many it aborted. An upload another instance aborted meanwhile is
+// skipped, not counted.
+//
+// A page goes on after the last key of the one before (a key-marker
+// without an upload-id-marker): names are never reused, so a key has one
+// upload at most, and a key marker, unlike an upload-id marker, stays
+// valid when that upload has just been aborted.
+func (s *Store) SweepIncomplete(ctx context.Context, c storage.Container, cutoff time.Time) (int, error) {
+	bucket := s.cfg.bucket(c)
+	in := &awss3.ListMultipartUploadsInput{Bucket: &bucket, MaxUploads: aws.Int32(s.sweepPage)}
+	aborted := 0
+	for {
+		page, err := s.client.ListMultipartUploads(ctx, in)
+		if isNotFound(err) {
+			return aborted, nil // a container never ensured holds nothing
+		}
+		if err != nil {
+			return aborted, fmt.Errorf("list multipart uploads of %s: %w", bucket, err)
+		}
+		for _, u := range page.Uploads {
+			if u.Initiated == nil || !u.Initiated.Before(cutoff) {
+				continue
+			}
+			_, err := s.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId})
+			switch {
+			case err == nil:
+				aborted++
+			case isNotFound(err) || apiCode(err) == "NoSuchUpload":
+				// another instance was first
+			default:
+				return aborted, fmt.Errorf("abort multipart upload %s of %s: %w", aws.ToString(u.Key), bucket, err)
+			}
+		}
+		next := aws.ToString(page.NextKeyMarker)
+		if !aws.ToBool(page.IsTruncated) || next <= aws.ToString(in.KeyMarker) {
+			return aborted, nil // the last page, or a server that does not move on
+		}
+		in.KeyMarker = &next
+	}
+}
+
+// sweepPage is how many multipart uploads one listing of the sweeper asks
+// for (S3's most).
+const sweepPage = 1000
 
 // Ping checks that the server answers and accepts the credentials, with a
 // HeadBucket of the uploads bucket; a missing bucket still counts as

@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/carebridge/carebridge/adapters/s3"
 	"github.com/carebridge/carebridge/core/storage"
@@ -245,4 +247,75 @@ func allocBytes(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+func TestIntegrationSweepIncomplete_AbortsOnlyUploadsBegunBeforeTheCutoff(t *testing.T) {
+	ctx := t.Context()
+	srv := s3test.Start(t)
+	st := newStore(t, srv)
+	st.SetSweepPage(1) // one upload a page: the sweep goes on over aborted ones
+	if err := st.EnsureContainer(ctx, storage.ContainerUploads); err != nil {
+		t.Fatal(err)
+	}
+	client := rawClient(srv)
+	bucket := st.Bucket(storage.ContainerUploads)
+	// What a process killed mid-upload leaves: multipart uploads begun,
+	// one with a part, never completed nor aborted.
+	for _, key := range []string{"crashed/a", "crashed/b", "crashed/c"} {
+		out, err := client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key == "crashed/b" {
+			if _, err := client.UploadPart(ctx, &awss3.UploadPartInput{Bucket: &bucket, Key: aws.String(key), UploadId: out.UploadId,
+				PartNumber: aws.Int32(1), Body: strings.NewReader("half an upload")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A finished multipart object.
+	if err := st.Put(ctx, storage.ContainerUploads, "finished", storagetest.Pattern(3, 2*s3.MinPartSize+1), 2*s3.MinPartSize+1); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(uploads(t, client, bucket)); n != 3 {
+		t.Fatalf("%d multipart uploads listed, want 3", n)
+	}
+
+	// The day-old cut-off of the service keeps them: they are fresh.
+	if n, err := st.SweepIncomplete(ctx, storage.ContainerUploads, time.Now().Add(-storage.IncompleteAge)); n != 0 || err != nil {
+		t.Fatalf("sweep with a day-old cut-off = %d, %v; want 0", n, err)
+	}
+	if n := len(uploads(t, client, bucket)); n != 3 {
+		t.Fatalf("%d multipart uploads left by the sweep of fresh ones, want 3", n)
+	}
+
+	// A cut-off in the future makes them old: all are aborted.
+	if n, err := st.SweepIncomplete(ctx, storage.ContainerUploads, time.Now().Add(time.Minute)); n != 3 || err != nil {
+		t.Fatalf("sweep with a cut-off in the future = %d, %v; want 3", n, err)
+	}
+	for _, u := range uploads(t, client, bucket) {
+		t.Errorf("multipart upload left: %s", aws.ToString(u.Key))
+	}
+	rc, err := st.Get(ctx, storage.ContainerUploads, "finished", 0, -1)
+	if err != nil {
+		t.Fatalf("the finished object after the sweep: %v", err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || len(got) != 2*s3.MinPartSize+1 {
+		t.Fatalf("the finished object after the sweep: %d bytes, %v", len(got), err)
+	}
+	if n, err := st.SweepIncomplete(ctx, storage.ContainerUploads, time.Now().Add(time.Minute)); n != 0 || err != nil {
+		t.Fatalf("second sweep = %d, %v; want 0", n, err)
+	}
+}
+
+// uploads lists the multipart uploads in progress in bucket.
+func uploads(t *testing.T, client *awss3.Client, bucket string) []types.MultipartUpload {
+	t.Helper()
+	out, err := client.ListMultipartUploads(t.Context(), &awss3.ListMultipartUploadsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Uploads
 }

@@ -21,6 +21,7 @@ const (
 	defaultHTTPAddr   = ":8080"
 	defaultStorageURL = "file://./data/blobs"
 	defaultMaxUpload  = 100 << 20
+	minReadAhead      = 256 << 10 // one read-ahead buffer
 	defaultAudience   = "carebridge"
 )
 
@@ -78,6 +79,13 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 			bad("MAX_UPLOAD_BYTES", "must be a positive number of bytes, got %q", v)
 		}
 		cfg.MaxUploadBytes = n
+	}
+	if v := getenv.or("DOWNLOAD_READAHEAD_BYTES", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < minReadAhead {
+			bad("DOWNLOAD_READAHEAD_BYTES", "must be a number of bytes of at least %d (one buffer), got %q", minReadAhead, v)
+		}
+		cfg.ReadAheadBytes = n
 	}
 
 	devMode, err := strconv.ParseBool(getenv.or("AUTH_DEV_MODE", "false"))

@@ -23,8 +23,15 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8080" || cfg.StorageURL != "file://./data/blobs" || cfg.MaxUploadBytes != 104857600 || cfg.EncryptionKey != nil || cfg.DevKey != nil {
+	if cfg.HTTPAddr != ":8080" || cfg.StorageURL != "file://./data/blobs" || cfg.MaxUploadBytes != 104857600 || cfg.EncryptionKey != nil || cfg.DevKey != nil ||
+		cfg.ReadAheadBytes != 0 {
 		t.Fatalf("defaults %+v", cfg)
+	}
+	cfg, _, err = loadConfig(envOf(map[string]string{
+		"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "cb", "DOWNLOAD_READAHEAD_BYTES": "16777216",
+	}))
+	if err != nil || cfg.ReadAheadBytes != 16<<20 {
+		t.Fatalf("DOWNLOAD_READAHEAD_BYTES: %d, %v", cfg.ReadAheadBytes, err)
 	}
 }
 
@@ -34,6 +41,7 @@ func TestLoadConfig_ReportsEveryBadVariableOnOneLine(t *testing.T) {
 		"CLOUD_STORAGE_ENCRYPTION_KEY":    "too-short",
 		"CLOUD_STORAGE_PREVIOUS_KEYS":     "k1",
 		"MAX_UPLOAD_BYTES":                "-5",
+		"DOWNLOAD_READAHEAD_BYTES":        "1000",
 		"CORS_ALLOWED_ORIGINS":            "*",
 		"LOG_LEVEL":                       "loud",
 		"AUTH_DEV_MODE":                   "maybe",
@@ -43,7 +51,7 @@ func TestLoadConfig_ReportsEveryBadVariableOnOneLine(t *testing.T) {
 	}
 	line := oneLine(err)
 	for _, v := range []string{"DATABASE_URL", "CLOUD_STORAGE_CONNECTION_STRING", "CLOUD_STORAGE_ENCRYPTION_KEY:", "CLOUD_STORAGE_PREVIOUS_KEYS",
-		"MAX_UPLOAD_BYTES", "CORS_ALLOWED_ORIGINS", "LOG_LEVEL", "AUTH_DEV_MODE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE"} {
+		"MAX_UPLOAD_BYTES", "DOWNLOAD_READAHEAD_BYTES", "CORS_ALLOWED_ORIGINS", "LOG_LEVEL", "AUTH_DEV_MODE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE"} {
 		if !strings.Contains(line, v) {
 			t.Errorf("%s not named in %q", v, line)
 		}

@@ -913,7 +913,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	stored := idem.CompleteCalls()[0]
 	fp := idem.ClaimCalls()[0].Fingerprints[0]
 	for _, v := range []string{string(stored.Outcome), fp} {
-		for _, marker := range []string{"Zebulon", "Quixwell", "1971", "zq.marker", "013 7799", "check-up"} {
+		for _, marker := range []string{"Zebulon", "Quixwell", "1971-07-19", "zq.marker", "555 013 7799", "5550137799", "check-up"} {
 			if strings.Contains(v, marker) {
 				t.Fatalf("stored %q holds %q", v, marker)
 			}

@@ -2,6 +2,7 @@ package ehr
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
@@ -31,8 +32,12 @@ func eventsOf(s *Integration) []event.Event {
 func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 	c := newCalendar(chicago)
 	s := integration(c)
+	// The patient and the reasons are markers no id or timestamp holds by chance.
+	patient := PatientContact{FirstName: "Mk" + rand.Text(), LastName: "Mk" + rand.Text(), DateOfBirth: "1913-04-05",
+		Email: "mk" + strings.ToLower(rand.Text()) + "@example.org"}
+	reason, cancelReason := "Mk"+rand.Text(), "Mk"+rand.Text()
 	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
-	r.IdempotencyKey = "k-1"
+	r.Patient, r.Reason, r.IdempotencyKey = patient, reason, "k-1"
 	b, err := s.Book(caller("u"), r)
 	if err != nil {
 		t.Fatal(err)
@@ -40,14 +45,16 @@ func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 	if _, err := s.Book(caller("u"), r); err != nil { // a replay
 		t.Fatal(err)
 	}
-	plain, err := s.Book(caller("u"), request("2030-03-04T11:00:00-06:00", "2030-03-04T11:30:00-06:00"))
+	r2 := request("2030-03-04T11:00:00-06:00", "2030-03-04T11:30:00-06:00")
+	r2.Patient, r2.Reason = patient, reason
+	plain, err := s.Book(caller("u"), r2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Reschedule(caller("u"), b.Appointment.ID, "2030-03-04T10:00:00-06:00", "2030-03-04T10:30:00-06:00"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, "moved away"); err != nil {
+	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, cancelReason); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) { // refused: no event
@@ -80,7 +87,7 @@ func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, marker := range []string{"Ana", "Lopez", "1980", "ana@example.com", "check-up", "moved away"} {
+		for _, marker := range []string{patient.FirstName, patient.LastName, patient.DateOfBirth, patient.Email, reason, cancelReason} {
 			if strings.Contains(string(body), marker) {
 				t.Errorf("event %s holds %q", body, marker)
 			}

@@ -112,14 +112,8 @@ func (s *Service) openEncrypted(ctx context.Context, b Blob, start, length int64
 		body.Close()
 		return nil, corrupt(fmt.Errorf("decrypt: %w", err))
 	}
-	return newReadAhead(plain, body, readAheadDepth, readAheadSize), nil
+	return newReadAhead(plain, body, s.readAhead, readAheadDepth), nil
 }
-
-// Decryption runs this far ahead of the client: four buffers of 256 KiB.
-const (
-	readAheadDepth = 4
-	readAheadSize  = 256 << 10
-)
 
 type readCloser struct {
 	io.Reader

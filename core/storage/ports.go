@@ -28,6 +28,12 @@ type ObjectStore interface {
 	// of c (not the store's own temporary files), a page at a time; an
 	// error from fn stops it.
 	List(ctx context.Context, c Container, fn func(name string, modified time.Time) error) error
+	// SweepIncomplete removes what writes to c that never finished left
+	// behind and that began before cutoff — temporary files, incomplete
+	// multipart uploads — and returns how many it removed. Finished
+	// objects are never touched; something already gone is not an error,
+	// so several instances may sweep at once.
+	SweepIncomplete(ctx context.Context, c Container, cutoff time.Time) (int, error)
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 }

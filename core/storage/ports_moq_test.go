@@ -266,6 +266,9 @@ var _ ObjectStore = &ObjectStoreMock{}
 //			PutFunc: func(ctx context.Context, c Container, name string, r io.Reader, size int64) error {
 //				panic("mock out the Put method")
 //			},
+//			SweepIncompleteFunc: func(ctx context.Context, c Container, cutoff time.Time) (int, error) {
+//				panic("mock out the SweepIncomplete method")
+//			},
 //		}
 //
 //		// use mockedObjectStore in code that requires ObjectStore
@@ -290,6 +293,9 @@ type ObjectStoreMock struct {
 
 	// PutFunc mocks the Put method.
 	PutFunc func(ctx context.Context, c Container, name string, r io.Reader, size int64) error
+
+	// SweepIncompleteFunc mocks the SweepIncomplete method.
+	SweepIncompleteFunc func(ctx context.Context, c Container, cutoff time.Time) (int, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -349,6 +355,15 @@ type ObjectStoreMock struct {
 			// Size is the size argument value.
 			Size int64
 		}
+		// SweepIncomplete holds details about calls to the SweepIncomplete method.
+		SweepIncomplete []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// C is the c argument value.
+			C Container
+			// Cutoff is the cutoff argument value.
+			Cutoff time.Time
+		}
 	}
 	lockDelete          sync.RWMutex
 	lockEnsureContainer sync.RWMutex
@@ -356,6 +371,7 @@ type ObjectStoreMock struct {
 	lockList            sync.RWMutex
 	lockPing            sync.RWMutex
 	lockPut             sync.RWMutex
+	lockSweepIncomplete sync.RWMutex
 }
 
 // Delete calls DeleteFunc.
@@ -599,6 +615,46 @@ func (mock *ObjectStoreMock) PutCalls() []struct {
 	mock.lockPut.RLock()
 	calls = mock.calls.Put
 	mock.lockPut.RUnlock()
+	return calls
+}
+
+// SweepIncomplete calls SweepIncompleteFunc.
+func (mock *ObjectStoreMock) SweepIncomplete(ctx context.Context, c Container, cutoff time.Time) (int, error) {
+	if mock.SweepIncompleteFunc == nil {
+		panic("ObjectStoreMock.SweepIncompleteFunc: method is nil but ObjectStore.SweepIncomplete was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		C      Container
+		Cutoff time.Time
+	}{
+		Ctx:    ctx,
+		C:      c,
+		Cutoff: cutoff,
+	}
+	mock.lockSweepIncomplete.Lock()
+	mock.calls.SweepIncomplete = append(mock.calls.SweepIncomplete, callInfo)
+	mock.lockSweepIncomplete.Unlock()
+	return mock.SweepIncompleteFunc(ctx, c, cutoff)
+}
+
+// SweepIncompleteCalls gets all the calls that were made to SweepIncomplete.
+// Check the length with:
+//
+//	len(mockedObjectStore.SweepIncompleteCalls())
+func (mock *ObjectStoreMock) SweepIncompleteCalls() []struct {
+	Ctx    context.Context
+	C      Container
+	Cutoff time.Time
+} {
+	var calls []struct {
+		Ctx    context.Context
+		C      Container
+		Cutoff time.Time
+	}
+	mock.lockSweepIncomplete.RLock()
+	calls = mock.calls.SweepIncomplete
+	mock.lockSweepIncomplete.RUnlock()
 	return calls
 }
 

@@ -30,12 +30,30 @@ type Service struct {
 	keys      KeyRing
 	owners    Owners
 	maxUpload int64
+	readAhead *ReadAheadPool
+}
+
+// Option tunes a Service.
+type Option func(*Service)
+
+// WithReadAhead makes encrypted downloads borrow their read-ahead buffers
+// from pool; without it the service has a pool of DefaultReadAheadBytes of
+// its own.
+func WithReadAhead(pool *ReadAheadPool) Option {
+	return func(s *Service) { s.readAhead = pool }
 }
 
 // NewService returns the storage core. maxUpload is the largest accepted
 // file in bytes.
-func NewService(blobs BlobRepo, objects ObjectStore, keys KeyRing, owners Owners, maxUpload int64) *Service {
-	return &Service{blobs: blobs, objects: objects, keys: keys, owners: owners, maxUpload: maxUpload}
+func NewService(blobs BlobRepo, objects ObjectStore, keys KeyRing, owners Owners, maxUpload int64, opts ...Option) *Service {
+	s := &Service{blobs: blobs, objects: objects, keys: keys, owners: owners, maxUpload: maxUpload}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.readAhead == nil {
+		s.readAhead = NewReadAheadPool(DefaultReadAheadBytes)
+	}
+	return s
 }
 
 // UploadInput is what a caller sends to upload one file. Body yields the

@@ -12,6 +12,11 @@ import (
 // is far past any upload still finishing.
 const OrphanAge = time.Hour
 
+// IncompleteAge is how old the leftovers of an unfinished write (a
+// temporary file, an incomplete multipart upload) must be before the
+// sweeper removes them: far past any upload still going on.
+const IncompleteAge = 24 * time.Hour
+
 // sweepBatch bounds how many names one check against the entries holds.
 const sweepBatch = 500
 
@@ -60,6 +65,22 @@ func (s *Service) SweepOrphans(ctx context.Context, cutoff time.Time) (int, erro
 		}
 		if err != nil {
 			return removed, fmt.Errorf("sweep %s: %w", c, err)
+		}
+	}
+	return removed, nil
+}
+
+// SweepIncomplete removes, in every container, what writes that never
+// finished left in the object store and that began before cutoff (a crash
+// or a kill mid-upload leaves them; a failed upload cleans up itself), and
+// returns how many it removed.
+func (s *Service) SweepIncomplete(ctx context.Context, cutoff time.Time) (int, error) {
+	removed := 0
+	for _, c := range Containers {
+		n, err := s.objects.SweepIncomplete(ctx, c, cutoff)
+		removed += n
+		if err != nil {
+			return removed, fmt.Errorf("sweep incomplete writes of %s: %w", c, err)
 		}
 	}
 	return removed, nil

@@ -159,3 +159,34 @@ func TestSweepOrphans_StopsOnAFailure(t *testing.T) {
 		t.Fatal("an object was deleted without its check")
 	}
 }
+
+func TestSweepIncomplete_SweepsEveryContainerWithTheCutoffAndAddsUp(t *testing.T) {
+	cutoff := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	store := &ObjectStoreMock{SweepIncompleteFunc: func(_ context.Context, c Container, got time.Time) (int, error) {
+		if !got.Equal(cutoff) {
+			t.Errorf("%s swept with cut-off %v, want %v", c, got, cutoff)
+		}
+		if c == ContainerUploads {
+			return 2, nil
+		}
+		return 1, nil
+	}}
+	n, err := NewService(nil, store, nil, nil, 1).SweepIncomplete(context.Background(), cutoff)
+	if err != nil || n != 2+len(Containers)-1 {
+		t.Fatalf("removed %d, %v; want %d", n, err, 2+len(Containers)-1)
+	}
+	if calls := len(store.SweepIncompleteCalls()); calls != len(Containers) {
+		t.Fatalf("%d containers swept, want %d", calls, len(Containers))
+	}
+
+	boom := errors.New("store down")
+	store.SweepIncompleteFunc = func(_ context.Context, c Container, _ time.Time) (int, error) {
+		if c == Containers[1] {
+			return 1, boom
+		}
+		return 1, nil
+	}
+	if n, err := NewService(nil, store, nil, nil, 1).SweepIncomplete(context.Background(), cutoff); !errors.Is(err, boom) || n != 2 {
+		t.Fatalf("removed %d, %v; want the 2 removed before the failure and the failure", n, err)
+	}
+}

@@ -24,10 +24,11 @@
 //     another authentication type is an error, so a misplaced credential
 //     is noticed rather than ignored;
 //   - api_key_header: X-API-Key;
-//   - private_key_jwt (SMART Backend Services): token_url https (http
-//     only on a loopback host), client_id, key_id, algorithm RS384 (an
-//     RSA private_key of at least 2048 bits) or ES384 (a P-384 EC key),
-//     private_key a PEM (PKCS #8, PKCS #1 or SEC 1) given as a secret.
+//   - base_url and token_url: https, or wss for wsbot; http and ws only
+//     on a loopback host (127.0.0.0/8, ::1, localhost);
+//   - private_key_jwt (SMART Backend Services): token_url, client_id,
+//     key_id, algorithm RS384 (an RSA private_key of at least 2048 bits)
+//     or ES384 (a P-384 EC key), private_key a PEM (PKCS #8, PKCS #1 or SEC 1) given as a secret.
 //
 // At least one system is required: a file without systems is taken for a
 // mistake (leave EHR_CONFIG unset to run without EHRs).
@@ -357,14 +358,14 @@ func (v *validator) system(i int, rs rawSystem) System {
 
 	switch s.Adapter {
 	case AdapterFHIR:
-		v.url(at+": base_url", rs.BaseURL, "http", "https")
+		v.url(at+": base_url", rs.BaseURL, "https", "http")
 		if s.SearchEndpoint == "" {
 			s.SearchEndpoint = DefaultFHIRSearchEndpoint
 		} else if !validPath(s.SearchEndpoint) {
 			v.add(at+": search_endpoint", "must be a path beginning with '/', without spaces, '?' or '#'")
 		}
 	case AdapterWSBot:
-		v.url(at+": base_url", rs.BaseURL, "ws", "wss")
+		v.url(at+": base_url", rs.BaseURL, "wss", "ws")
 		if s.SearchEndpoint == "" {
 			s.SearchEndpoint = DefaultWSBotSearchEndpoint
 		} else if !validAction(s.SearchEndpoint) {
@@ -455,7 +456,7 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 	switch a.Type {
 	case AuthOAuth2:
 		allowed = []string{"token_url", "client_id", "client_secret", "scopes"}
-		v.url(at+".token_url", ra.TokenURL, "http", "https")
+		v.url(at+".token_url", ra.TokenURL, "https", "http")
 		if ra.ClientID == "" {
 			v.add(at+".client_id", "is required for oauth2")
 		}
@@ -463,10 +464,7 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 		v.scopes(at, ra.Scopes)
 	case AuthPrivateKeyJWT:
 		allowed = []string{"token_url", "client_id", "scopes", "private_key", "key_id", "algorithm"}
-		v.url(at+".token_url", ra.TokenURL, "http", "https")
-		if u, err := url.Parse(ra.TokenURL); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
-			v.add(at+".token_url", "must be https (http only on a loopback host)")
-		}
+		v.url(at+".token_url", ra.TokenURL, "https", "http")
 		if ra.ClientID == "" {
 			v.add(at+".client_id", "is required for private_key_jwt")
 		}
@@ -553,18 +551,22 @@ func (v *validator) secret(at, written, authType string) Secret {
 	return s
 }
 
-// url checks an absolute URL with one of schemes and a host. Its errors do
-// not repeat the URL, which might hold credentials.
-func (v *validator) url(at, s string, schemes ...string) {
-	want := strings.Join(schemes, " or ")
+// url checks an absolute URL with a host and the scheme secure, or
+// plaintext when the host is a loopback address (a test or a local demo):
+// credentials and patient data never cross a network in clear. Its errors
+// do not repeat the URL, which might hold credentials.
+func (v *validator) url(at, s, secure, plaintext string) {
+	want := plaintext + " or " + secure
 	if s == "" {
 		v.add(at, "is required (an %s URL)", want)
 		return
 	}
 	u, err := url.Parse(s)
 	switch {
-	case err != nil || !slices.Contains(schemes, u.Scheme) || u.Host == "" || u.Opaque != "":
+	case err != nil || (u.Scheme != secure && u.Scheme != plaintext) || u.Host == "" || u.Opaque != "":
 		v.add(at, "must be an absolute %s URL", want)
+	case u.Scheme == plaintext && !isLoopback(u.Hostname()):
+		v.add(at, "must be %s (%s only on a loopback host)", secure, plaintext)
 	case u.User != nil:
 		v.add(at, "must not contain credentials; use authentication")
 	case u.Fragment != "" || strings.HasSuffix(s, "#"):

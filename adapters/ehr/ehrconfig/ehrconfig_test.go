@@ -226,7 +226,7 @@ func TestParse_Validation(t *testing.T) {
 		{"fhir base_url opaque", set("base_url", "https:ehr.example"), "base_url: must be an absolute", nil},
 		{"base_url with credentials", set("base_url", "https://user:hunter2@ehr.example/"), "base_url: must not contain credentials", nil},
 		{"base_url with fragment", set("base_url", "https://ehr.example/#x"), "base_url: must not contain a fragment", nil},
-		{"fhir base_url http", set("base_url", "http://ehr.example/fhir"), "", nil},
+		{"fhir base_url http on loopback", set("base_url", "http://127.0.0.1:8081/fhir"), "", nil},
 		{"wsbot base_url https", set("adapter", "wsbot"), "base_url: must be an absolute ws or wss URL", nil},
 		{"wsbot base_url ws", set("adapter", "wsbot", "base_url", "ws://127.0.0.1:9000/bot"), "", func(t *testing.T, s System) {
 			if s.SearchEndpoint != "patients.search" {
@@ -353,6 +353,57 @@ func TestParse_Validation(t *testing.T) {
 			}
 			if cfg != nil {
 				t.Error("a config returned with an error")
+			}
+		})
+	}
+}
+
+func TestParse_PlaintextURLsOnlyOnLoopback(t *testing.T) {
+	oauth := func(tokenURL string) map[string]any {
+		return map[string]any{"type": "oauth2", "token_url": tokenURL, "client_id": "cb", "client_secret": "env:EHR_SECRET"}
+	}
+	tests := []struct {
+		name     string
+		adapter  string
+		baseURL  string
+		tokenURL string // "" = no authentication
+		want     string // "" = valid
+	}{
+		{"fhir https", "fhir", "https://ehr.example/fhir", "", ""},
+		{"fhir http on 127.0.0.1", "fhir", "http://127.0.0.1:8081/fhir", "", ""},
+		{"fhir http on 127.255.0.9", "fhir", "http://127.255.0.9/fhir", "", ""},
+		{"fhir http on localhost", "fhir", "http://localhost:8081/fhir", "", ""},
+		{"fhir http on LocalHost", "fhir", "http://LocalHost/fhir", "", ""},
+		{"fhir http on ::1", "fhir", "http://[::1]:8081/fhir", "", ""},
+		{"fhir http on a name", "fhir", "http://ehr.example/fhir", "", "ehr_systems[0] clinic-a: base_url: must be https (http only on a loopback host)"},
+		{"fhir http on a private address", "fhir", "http://10.0.0.7/fhir", "", "ehr_systems[0] clinic-a: base_url: must be https (http only on a loopback host)"},
+		{"fhir http on 0.0.0.0", "fhir", "http://0.0.0.0/fhir", "", "base_url: must be https (http only"},
+		{"fhir http on a localhost lookalike", "fhir", "http://localhost.ehr.example/fhir", "", "base_url: must be https (http only"},
+		{"fhir http on 127.0.0.1 as a subdomain", "fhir", "http://127.0.0.1.ehr.example/fhir", "", "base_url: must be https (http only"},
+		{"wsbot wss", "wsbot", "wss://bot.example/ws", "", ""},
+		{"wsbot ws on 127.0.0.1", "wsbot", "ws://127.0.0.1:9000/bot", "", ""},
+		{"wsbot ws on ::1", "wsbot", "ws://[::1]:9000/bot", "", ""},
+		{"wsbot ws on a name", "wsbot", "ws://bot.example/ws", "", "ehr_systems[0] clinic-a: base_url: must be wss (ws only on a loopback host)"},
+		{"oauth2 token_url https", "fhir", "https://ehr.example/fhir", "https://ehr.example/token", ""},
+		{"oauth2 token_url http on loopback", "fhir", "http://127.0.0.1/fhir", "http://127.0.0.1:9/token", ""},
+		{"oauth2 token_url http on a name", "fhir", "https://ehr.example/fhir", "http://ehr.example/token", "ehr_systems[0] clinic-a: authentication.token_url: must be https (http only on a loopback host)"},
+		{"wsbot oauth2 token_url http on a name", "wsbot", "wss://bot.example/ws", "http://ehr.example/token", "authentication.token_url: must be https (http only"},
+		{"wsbot oauth2 token_url ws", "wsbot", "wss://bot.example/ws", "wss://ehr.example/token", "authentication.token_url: must be an absolute http or https URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := map[string]any{"name": "clinic-a", "adapter": tt.adapter, "base_url": tt.baseURL}
+			if tt.tokenURL != "" {
+				sys["authentication"] = oauth(tt.tokenURL)
+			}
+			_, err := Parse(systemsFile(t, sys), nil, env(map[string]string{"EHR_SECRET": plainSecret}))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Parse: %v", err)
+			case tt.want != "" && err == nil:
+				t.Fatalf("Parse succeeded, want %q", tt.want)
+			case tt.want != "" && !strings.Contains(err.Error(), tt.want):
+				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
 			}
 		})
 	}

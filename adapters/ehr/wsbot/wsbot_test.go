@@ -620,12 +620,12 @@ func TestNew_ValidatesTheConfig(t *testing.T) {
 		{Name: "b"},
 		{Name: "b", URL: "https://bot.example"},
 		{Name: "b", URL: "ws://"},
-		{Name: "b", URL: "ws://user:pw@bot.example"},
+		{Name: "b", URL: "ws://user:pw-Zq7pwmarker@bot.example"},
 		{Name: "b", URL: "ws://bot.example", CallTimeout: -time.Second},
 	} {
 		if _, err := wsbot.New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted it", cfg)
-		} else if strings.Contains(err.Error(), "pw") {
+		} else if strings.Contains(err.Error(), "Zq7pwmarker") {
 			t.Errorf("New quotes the URL's password: %v", err)
 		}
 	}

@@ -70,6 +70,7 @@ func TestObjectStore(t *testing.T, newStore func(t *testing.T) storage.ObjectSto
 	t.Run("Delete_RemovesTheObject", s.deleteRemoves)
 	t.Run("Delete_MissingObjectIsNotAnError", s.deleteMissing)
 	t.Run("List_NamesEveryObjectWithItsTime", s.listObjects)
+	t.Run("SweepIncomplete_LeavesFinishedObjectsAlone", s.sweepIncompleteKeepsObjects)
 }
 
 type suite struct {
@@ -442,6 +443,33 @@ func (s suite) deleteMissing(t *testing.T) {
 	}
 	if err := st.Delete(t.Context(), storage.ContainerUploads, "never/"+freshName(t)); err != nil {
 		t.Fatalf("Delete of a missing nested object: %v", err)
+	}
+}
+
+// sweepIncompleteKeepsObjects sweeps with a cut-off in the future, which
+// takes every unfinished write there is, and finds the finished objects,
+// large ones too, untouched; a container never ensured has nothing to sweep.
+func (s suite) sweepIncompleteKeepsObjects(t *testing.T) {
+	ctx := t.Context()
+	st := s.setup(t)
+	small, large := freshName(t), "nested/"+freshName(t)
+	mustPut(t, st, storage.ContainerUploads, small, []byte("finished"))
+	if err := st.Put(ctx, storage.ContainerUploads, large, Pattern(7, LargeSize), LargeSize); err != nil {
+		t.Fatalf("Put(large): %v", err)
+	}
+	for range 2 { // a second sweep finds nothing new
+		if _, err := st.SweepIncomplete(ctx, storage.ContainerUploads, time.Now().Add(time.Hour)); err != nil {
+			t.Fatalf("SweepIncomplete: %v", err)
+		}
+	}
+	if got := mustGet(t, st, storage.ContainerUploads, small, 0, -1); string(got) != "finished" {
+		t.Errorf("small object after the sweep: %q", got)
+	}
+	if got := mustGet(t, st, storage.ContainerUploads, large, 0, -1); !bytes.Equal(got, mustReadAll(t, Pattern(7, LargeSize))) {
+		t.Errorf("large object after the sweep differs")
+	}
+	if n, err := st.SweepIncomplete(ctx, storage.ContainerArchived, time.Now().Add(time.Hour)); n != 0 || err != nil {
+		t.Errorf("SweepIncomplete of a container never ensured = %d, %v; want 0, nil", n, err)
 	}
 }
 
