@@ -147,7 +147,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
 		Help: "Idempotency-Keys removed after their retention."})
 	registry.MustRegister(a.purged)
-	auditor, closeAudit, err := newAuditor(a.db, registry)
+	auditor, closeAudit, err := newAuditor(a.db, registry, a.log.With("component", "audit"))
 	if err != nil {
 		return err
 	}
