@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,6 +91,7 @@ func (w *world) s3Client() *awss3.Client {
 type server struct {
 	*world
 	base string
+	stop func() // shuts the app down as SIGTERM does (Run, then Close); idempotent
 }
 
 // key is a master key, base64.
@@ -127,14 +129,15 @@ func (w *world) startLogging(out io.Writer, edit func(*app.Config)) *server {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	w.t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			w.t.Errorf("app stopped with %v", err)
 		}
 		a.Close()
 	})
-	return &server{world: w, base: "http://" + a.Addr()}
+	w.t.Cleanup(stop)
+	return &server{world: w, base: "http://" + a.Addr(), stop: stop}
 }
 
 // staffScopes are the scopes of a member of staff (a dev token's).

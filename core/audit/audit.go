@@ -35,18 +35,6 @@ const (
 var Actions = []Action{BlobUpload, BlobDownload, BlobMetadata, BlobDelete, PatientSearch,
 	AppointmentCreate, AppointmentList, AppointmentCancel, AppointmentReschedule}
 
-// Changes reports whether the action changes something (a file or an
-// appointment): nothing may change without its event. A file's change
-// commits with its event (see Pending); an appointment's, made in an EHR,
-// follows a Started event.
-func (a Action) Changes() bool {
-	switch a {
-	case BlobUpload, BlobDelete, AppointmentCreate, AppointmentCancel, AppointmentReschedule:
-		return true
-	}
-	return false
-}
-
 // ErrUnavailable is a request refused because its audit event could not
 // be written: nothing was done.
 var ErrUnavailable = &core.Error{Kind: core.KindUnavailable, Code: "audit_unavailable",
