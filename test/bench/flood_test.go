@@ -23,7 +23,9 @@ const (
 	floodPacedRate  = 500
 	floodDuration   = 8 * time.Second
 	floodRounds     = 3
-	floodRateTarget = 0.40 // authenticated throughput under the audited flood / under the reference flood, at least
+	// 401s of audited routes are answered at this share of the rate of
+	// plain 401s, at least: they are counted, not committed one by one.
+	floodRateTarget = 0.70
 )
 
 // BenchmarkAuditFlood measures authenticated audited calls (GET
@@ -34,7 +36,9 @@ const (
 // on these shared cores, to a route that is not audited (/agents, a plain
 // 401). Figures: saturated throughput and p50/p99 (wrk, floodAuthConns
 // connections), and p50/p99 at a steady floodPacedRate calls/s; medians of
-// floodRounds rounds.
+// floodRounds rounds. Targets: 401s of audited routes are answered about as
+// fast as plain ones (they are counted, not committed), and the trail holds
+// one event per action and minute for the flood.
 func BenchmarkAuditFlood(b *testing.B) {
 	e := setup(b)
 	id := e.upload(1024, false)
@@ -49,6 +53,7 @@ func BenchmarkAuditFlood(b *testing.B) {
 		floodRates  []float64
 		floodErrors int
 	}
+	start := time.Now()
 	sides := []*side{{name: "alone"}, {name: "flood of 401s, audited routes", flood: audited}, {name: "flood of 401s, /agents (reference)", flood: plain}}
 	for round := range floodRounds {
 		for i := range sides {
@@ -96,9 +101,13 @@ func BenchmarkAuditFlood(b *testing.B) {
 		fmt.Printf("  %-36s %16.0f req/s %9s / %-8s %11s / %-10s %18s\n", sd.name+":", sat.rate(), sat.pct(50), sat.pct(99),
 			paced.pct(50), paced.pct(99), flood)
 	}
-	ratio := medianRate(sides[1].sat).rate() / medianRate(sides[2].sat).rate()
-	fmt.Printf("  authenticated throughput, audited flood / reference flood: %.2f (target >= %.2f: %s)\n", ratio, floodRateTarget, pass(ratio >= floodRateTarget))
-	fmt.Printf("  401 events written so far: %d, standing for %d requests (the current minute's are written when it ends)\n", events401, counted)
+	floodRatio := median(sides[1].floodRates) / median(sides[2].floodRates)
+	bound := int64(len(audited) * (int(time.Since(start)/time.Minute) + 2)) // one address: one event per action and minute
+	fmt.Printf("  401s of audited routes answered at %.2f of the rate of plain 401s (target >= %.2f: %s)\n", floodRatio, floodRateTarget, pass(floodRatio >= floodRateTarget))
+	fmt.Printf("  authenticated throughput under the audited flood / under the reference flood: %.2f\n",
+		medianRate(sides[1].sat).rate()/medianRate(sides[2].sat).rate())
+	fmt.Printf("  401 events in the trail: %d, standing for %d requests (target <= %d, one per action and minute: %s; the current minute's are written when it ends)\n",
+		events401, counted, bound, pass(events401 <= bound))
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(medianRate(sides[0].sat).rate(), "alone-req/s")
 	b.ReportMetric(medianRate(sides[1].sat).rate(), "flooded-req/s")
@@ -113,7 +122,7 @@ func BenchmarkAuditFlood(b *testing.B) {
 			b.Errorf("%s: %d flood requests were not answered 401", sd.name, sd.floodErrors)
 		}
 	}
-	if os.Getenv("BENCH_STRICT") == "1" && ratio < floodRateTarget {
+	if os.Getenv("BENCH_STRICT") == "1" && (floodRatio < floodRateTarget || events401 > bound) {
 		b.Error("a target was missed (BENCH_STRICT=1)")
 	}
 }
