@@ -18,11 +18,11 @@ import (
 // The flood run (issue 17): authenticated audited calls while anonymous
 // clients hammer the service.
 const (
-	floodClients    = 64 // token-less connections of the flood
-	floodAuthConns  = 8  // authenticated connections, saturated run
-	floodPacedRate  = 500
-	floodDuration   = 8 * time.Second
-	floodRounds     = 3
+	floodClients   = 64 // token-less connections of the flood
+	floodAuthConns = 8  // authenticated connections, saturated run
+	floodPacedRate = 500
+	floodDuration  = 8 * time.Second
+	floodRounds    = 3
 	// 401s of audited routes are answered at this share of the rate of
 	// plain 401s, at least: they are counted, not committed one by one.
 	floodRateTarget = 0.70
@@ -76,7 +76,9 @@ func BenchmarkAuditFlood(b *testing.B) {
 				}
 				return r
 			})
-			paced := measure(func() loadResult { return e.paced(floodPacedRate, floodDuration, func() error { return e.get(auth[0]) }) })
+			paced := measure(func() loadResult {
+				return e.paced(floodPacedRate, floodDuration, func() error { return e.get(auth[0]) })
+			})
 			sd.sat, sd.paced = append(sd.sat, sat), append(sd.paced, paced)
 			progress("flood round %d, %s: %.0f req/s (p99 %s), p99 at %d/s %s", round+1, sd.name, sat.rate(), sat.pct(99), floodPacedRate, paced.pct(99))
 		}
