@@ -66,6 +66,7 @@ type auditor struct {
 	refused       prometheus.Counter
 	log           *slog.Logger
 	stop, stopped chan struct{}
+	closeOnce     sync.Once
 }
 
 // Unauthenticated counts a refusal; it does not wait.
@@ -116,8 +117,10 @@ func (a *auditor) record(groups []audit.Group) (failed []audit.Group) {
 }
 
 // close stops the tally's loop, records every group it holds, and flushes
-// and stops the log.
-func (a *auditor) close() {
+// and stops the log. Calls after the first do nothing.
+func (a *auditor) close() { a.closeOnce.Do(a.shutdown) }
+
+func (a *auditor) shutdown() {
 	close(a.stop)
 	<-a.stopped
 	if failed := a.record(a.tally.Take(time.Time{})); len(failed) > 0 {
