@@ -171,7 +171,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
 		[]string{"outcome"})
 	registry.MustRegister(a.reconciled)
-	auditor, closeAudit, err := newAuditor(a.db, registry)
+	auditor, closeAudit, err := newAuditor(a.db, registry, a.log.With("component", "audit"))
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,14 @@ package test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -109,6 +113,14 @@ func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
 		want = append(want, auditRow{actor: actor, action: action, resourceType: resourceType, resourceID: resourceID,
 			outcome: outcome, requestID: r.header.Get("X-Request-Id"), status: r.status})
 	}
+	// An appointment change records that it started before the EHR is
+	// called; the request's final event follows.
+	expectChange := func(r response, actor, action, resourceID, startedID, outcome string) {
+		t.Helper()
+		want = append(want, auditRow{actor: actor, action: action, resourceType: "appointment", resourceID: startedID,
+			outcome: "started", requestID: r.header.Get("X-Request-Id")})
+		expect(r, actor, action, "appointment", resourceID, outcome)
+	}
 
 	for _, q := range []string{
 		fmt.Sprintf(`{"query":"given:%s family:%s birthdate:%s"}`, markGiven, markFamily, markBirth),
@@ -120,8 +132,12 @@ func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
 		}
 		expect(r, "reception", "patient.search", "patient", "", "success")
 	}
+	// Refused for want of a token: counted, and recorded once for its
+	// client address, action and minute (at the latest when the service
+	// stops), as the first such request.
 	r, _ := searcher.search("", `{"query":"`+markFamily+`"}`)
 	expect(r, "", "patient.search", "patient", "", "denied")
+	unauthenticated := r.header.Get("X-Request-Id")
 	r, _ = searcher.search(w.scopedToken("pat", "patient/Appointment.cus"), `{"query":"`+markFamily+`"}`)
 	expect(r, "pat", "patient.search", "patient", "", "denied")
 
@@ -130,17 +146,17 @@ func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
 		t.Fatalf("book: %d %s", r.status, r.body)
 	}
 	id := appt["id"].(string)
-	expect(r, "reception", "appointment.create", "appointment", id, "success")
+	expectChange(r, "reception", "appointment.create", id, "", "success")
 	r, _ = booker.ehrCall("POST", "/appointment/customer", staff, markedBooking(9))
-	expect(r, "reception", "appointment.create", "appointment", "", "error") // 409: the time is taken
+	expectChange(r, "reception", "appointment.create", "", "", "error") // 409: the time is taken
 	r, _ = booker.ehrCall("GET", "/appointment?patientEmail="+url.QueryEscape(markEmail), staff, "")
 	expect(r, "reception", "appointment.list", "appointment", "", "success")
 	r, _ = booker.ehrCall("POST", "/appointment/"+id+"/reschedule", staff, fmt.Sprintf(`{"start":%q,"end":%q}`, timeAt(10, 0), timeAt(10, 30)))
-	expect(r, "reception", "appointment.reschedule", "appointment", id, "success")
+	expectChange(r, "reception", "appointment.reschedule", id, id, "success")
 	r, _ = booker.ehrCall("PUT", "/appointment/customer/"+id+"/cancel", w.scopedToken("other", "patient/Appointment.cus"), "")
-	expect(r, "other", "appointment.cancel", "appointment", id, "denied")
+	expectChange(r, "other", "appointment.cancel", id, id, "denied")
 	r, _ = booker.ehrCall("PUT", "/appointment/customer/"+id+"/cancel", staff, `{"reason":"`+markFamily+` is better"}`)
-	expect(r, "reception", "appointment.cancel", "appointment", id, "success")
+	expectChange(r, "reception", "appointment.cancel", id, id, "success")
 
 	content := []byte("chart notes of " + markGiven + " " + markFamily)
 	r = searcher.upload(staff, fileFields(markFilename, "text/plain", content)...)
@@ -165,20 +181,35 @@ func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
 		t.Fatalf("agents: %d", r.status)
 	}
 
+	searcher.stop()
+	booker.stop()
 	got := auditRows(t, w.db)
 	if len(got) != len(want) {
 		t.Fatalf("%d events, want %d:\n%+v", len(got), len(want), got)
 	}
-	byRequest := map[string]auditRow{}
-	for _, g := range got {
-		byRequest[g.requestID] = g
+	type event struct {
+		requestID string
+		started   bool
+	}
+	byRequest := map[event]auditRow{}
+	position := map[event]int{}
+	for i, g := range got {
+		k := event{g.requestID, g.outcome == "started"}
+		byRequest[k], position[k] = g, i
 	}
 	for _, wr := range want {
-		g, ok := byRequest[wr.requestID]
+		k := event{wr.requestID, wr.outcome == "started"}
+		g, ok := byRequest[k]
 		detail := g.detail
 		g.detail = ""
 		if !ok || g != wr {
 			t.Errorf("event of request %s: %+v, want %+v", wr.requestID, g, wr)
+		}
+		if k.started && position[k] > position[event{wr.requestID, false}] {
+			t.Errorf("request %s: the started event follows the final one", wr.requestID)
+		}
+		if wr.requestID == unauthenticated && detail != `{"count": 1}` {
+			t.Errorf("401 detail %s", detail)
 		}
 		if wr.action == "patient.search" && wr.status == 200 && detail != `{"results": 1, "sources": ["clinica"], "cacheHit": false}` {
 			t.Errorf("search detail %s", detail)
@@ -186,6 +217,15 @@ func TestAudit_EveryAccessIsRecordedWithoutPatientData(t *testing.T) {
 		if wr.action == "appointment.list" && detail != `{"results": 1}` {
 			t.Errorf("list detail %s", detail)
 		}
+	}
+
+	// The chain holds across the writer and the blob transactions, and the
+	// CLI lists the started events.
+	if out, code := carebridge(t, w.dbURL, "audit", "verify"); code != 0 || strings.TrimSpace(out) != fmt.Sprintf(`{"events":%d,"ok":true}`, len(want)) {
+		t.Fatalf("verify: exit %d, %s", code, out)
+	}
+	if out, code := carebridge(t, w.dbURL, "audit", "list", "--since", "1h"); code != 0 || strings.Count(out, `"outcome":"started"`) != 5 {
+		t.Fatalf("list: exit %d, %s", code, out)
 	}
 
 	trail := tableText(t, w.db)["audit_events"]
@@ -369,5 +409,213 @@ func TestAudit_TwoInstancesKeepOneChain(t *testing.T) {
 	out, code = carebridge(t, w.dbURL, "audit", "verify")
 	if code != 1 || strings.TrimSpace(out) != `{"events":321,"ok":false,"firstBad":77}` {
 		t.Fatalf("verify after tampering: exit %d, %s", code, out)
+	}
+}
+
+// refuseAuditOf makes the database refuse every audit event of action (a
+// trigger), as a failure of that one event would; the returned func lifts
+// it.
+func refuseAuditOf(t *testing.T, db *pgxpool.Pool, action string) func() {
+	t.Helper()
+	ctx := context.Background()
+	_, err := db.Exec(ctx, fmt.Sprintf(`
+		CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.action = '%s' THEN RAISE EXCEPTION 'audit event refused for the test'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit()`, action))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := db.Exec(ctx, `DROP TRIGGER refuse_audit ON audit_events; DROP FUNCTION refuse_audit()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A change whose own audit event cannot be written is not made: not the
+// blob row nor its object, not the EHR's appointment.
+func TestAudit_AChangeWhoseEventIsRefusedIsNotMade(t *testing.T) {
+	w := newWorld(t, withS3)
+	bot := wsbottest.Start(t)
+	bot.AddAgent(drAna, workdays(5))
+	s := w.start(func(c *app.Config) { c.EHR = integrationFile(t, "wsbot", bot.URL(), "") })
+	staff := w.token("reception")
+
+	content := []byte("kept")
+	up := s.upload(staff, fileFields("a.txt", "text/plain", content)...)
+	if up.status != 201 {
+		t.Fatalf("upload: %d %s", up.status, up.body)
+	}
+	blobID := fmt.Sprint(int64(up.json(t)["id"].(float64)))
+	r, appt := s.ehrCall("POST", "/appointment/customer", staff, slotAt("dr-ana", 9, 30))
+	if r.status != 201 {
+		t.Fatalf("book: %d %s", r.status, r.body)
+	}
+	apptID := appt["id"].(string)
+	appointments := func() string {
+		t.Helper()
+		r, _ := s.ehrCall("GET", "/appointment", staff, "")
+		if r.status != 200 {
+			t.Fatalf("list: %d %s", r.status, r.body)
+		}
+		return string(r.body)
+	}
+	rowsBefore, objectsBefore, listBefore := w.rows(), w.objects(), appointments()
+	if !strings.Contains(listBefore, `"totalCount":1`) {
+		t.Fatalf("list: %s", listBefore)
+	}
+
+	for _, tt := range []struct {
+		action string
+		call   func() response
+	}{
+		{"blob.upload", func() response { return s.upload(staff, fileFields("b.txt", "text/plain", []byte("refused"))...) }},
+		{"blob.delete", func() response { return s.do("DELETE", "/cloud-blob/"+blobID, staff, nil) }},
+		{"appointment.create", func() response {
+			r, _ := s.ehrCall("POST", "/appointment/customer", staff, slotAt("dr-ana", 11, 30))
+			return r
+		}},
+		{"appointment.cancel", func() response {
+			r, _ := s.ehrCall("PUT", "/appointment/customer/"+apptID+"/cancel", staff, `{"reason":"refused"}`)
+			return r
+		}},
+		{"appointment.reschedule", func() response {
+			r, _ := s.ehrCall("POST", "/appointment/"+apptID+"/reschedule", staff, fmt.Sprintf(`{"start":%q,"end":%q}`, timeAt(15, 0), timeAt(15, 30)))
+			return r
+		}},
+	} {
+		lift := refuseAuditOf(t, w.db, tt.action)
+		r := tt.call()
+		lift()
+		if r.status != 503 || r.errorCode(t) != "audit_unavailable" {
+			t.Fatalf("%s refused by the trail: %d %s", tt.action, r.status, r.body)
+		}
+		if w.rows() != rowsBefore || w.objects() != objectsBefore || appointments() != listBefore {
+			t.Fatalf("%s was made unaudited: %d rows, %d objects (before %d, %d); appointments %s", tt.action,
+				w.rows(), w.objects(), rowsBefore, objectsBefore, appointments())
+		}
+	}
+	if d := s.do("GET", "/cloud-blob/download/"+blobID, staff, nil); d.status != 200 || string(d.body) != string(content) {
+		t.Fatalf("download after the refused delete: %d", d.status)
+	}
+	if out, code := carebridge(t, w.dbURL, "audit", "verify"); code != 0 || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("verify: exit %d, %s", code, out)
+	}
+}
+
+// Anonymous traffic neither fills the trail nor holds up the audited
+// calls of authenticated callers: a flood of token-less requests is
+// answered 401 and recorded as a few events whose counts add up to it.
+func TestAudit_AFloodOfUnauthenticatedRequestsIsCountedNotQueued(t *testing.T) {
+	w := newWorld(t)
+	s := w.start(nil)
+	owner := w.token("alice")
+	up := s.upload(owner, fileFields("a.txt", "text/plain", []byte("hello"))...)
+	if up.status != 201 {
+		t.Fatalf("upload: %d %s", up.status, up.body)
+	}
+	id := fmt.Sprint(int64(up.json(t)["id"].(float64)))
+
+	const flood, floodWorkers = 3000, 32
+	targets := []struct{ method, path, action string }{
+		{"GET", "/cloud-blob/metadata/" + id, "blob.metadata"},
+		{"GET", "/cloud-blob/download/" + id, "blob.download"},
+		{"DELETE", "/cloud-blob/" + id, "blob.delete"},
+		{"POST", "/api/v1/search", "patient.search"},
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: floodWorkers}}
+	defer client.CloseIdleConnections()
+	var (
+		next, unexpected atomic.Int64
+		wg               sync.WaitGroup
+	)
+	start := time.Now()
+	for range floodWorkers {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < flood; i = next.Add(1) - 1 {
+				tg := targets[i%int64(len(targets))]
+				req, _ := http.NewRequest(tg.method, s.base+tg.path, strings.NewReader(`{"query":"x"}`))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					unexpected.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusUnauthorized {
+					unexpected.Add(1)
+				}
+			}
+		})
+	}
+	// Meanwhile, authenticated audited calls: each answered as usual, each
+	// with its own event.
+	const callers, calls = 4, 25
+	var answered sync.Map // request id → status
+	for range callers {
+		wg.Go(func() {
+			for range calls {
+				r := s.do("GET", "/cloud-blob/metadata/"+id, owner, nil)
+				answered.Store(r.header.Get("X-Request-Id"), r.status)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if n := unexpected.Load(); n != 0 {
+		t.Fatalf("%d token-less requests were not answered 401", n)
+	}
+	n := 0
+	answered.Range(func(k, v any) bool {
+		n++
+		if v.(int) != 200 {
+			t.Errorf("authenticated call %s answered %d", k, v)
+		}
+		return true
+	})
+	if n != callers*calls {
+		t.Fatalf("%d authenticated calls answered, want %d", n, callers*calls)
+	}
+
+	s.stop() // what is counted is recorded by the time the service has stopped
+	ctx := context.Background()
+	rows, err := w.db.Query(ctx, `SELECT action, count(*), sum((detail->>'count')::int) FROM audit_events
+		WHERE status = 401 GROUP BY action`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minutes := int(elapsed/time.Minute) + 2 // the flood may straddle minute boundaries
+	total := 0
+	for rows.Next() {
+		var action string
+		var events, count int
+		if err := rows.Scan(&action, &events, &count); err != nil {
+			t.Fatal(err)
+		}
+		if events > minutes {
+			t.Errorf("%s: %d events for the 401s of at most %d minutes from one address", action, events, minutes)
+		}
+		if count != flood/len(targets) {
+			t.Errorf("%s: the events count %d refusals, want %d", action, count, flood/len(targets))
+		}
+		total += count
+	}
+	if rows.Err() != nil || total != flood {
+		t.Fatalf("the 401 events count %d refusals, want %d (%v)", total, flood, rows.Err())
+	}
+	var audited int
+	if err := w.db.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE action = 'blob.metadata' AND status = 200 AND actor = 'alice'`).Scan(&audited); err != nil {
+		t.Fatal(err)
+	}
+	if audited != callers*calls {
+		t.Fatalf("%d events of the authenticated calls, want %d", audited, callers*calls)
+	}
+	if out, code := carebridge(t, w.dbURL, "audit", "verify"); code != 0 || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("verify: exit %d, %s", code, out)
 	}
 }

@@ -91,9 +91,7 @@ func (w *world) s3Client() *awss3.Client {
 type server struct {
 	*world
 	base string
-	// stop stops the app before the test ends (a restart); the test's end
-	// stops it otherwise.
-	stop func()
+	stop func() // shuts the app down as SIGTERM does (Run, then Close); idempotent
 }
 
 // key is a master key, base64.
@@ -141,16 +139,13 @@ func (w *world) config(edit func(*app.Config)) app.Config {
 func (w *world) run(ctx context.Context, cancel context.CancelFunc, a *app.App) *server {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				w.t.Errorf("app stopped with %v", err)
-			}
-			a.Close()
-		})
-	}
+	stop := sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			w.t.Errorf("app stopped with %v", err)
+		}
+		a.Close()
+	})
 	w.t.Cleanup(stop)
 	return &server{world: w, base: "http://" + a.Addr(), stop: stop}
 }

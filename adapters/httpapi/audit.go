@@ -3,24 +3,28 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
-
-	"github.com/gorilla/mux"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/audit"
 )
 
-// Auditor keeps the audit trail (adapters/postgres.AuditLog).
+// Auditor keeps the audit trail (app wires adapters/postgres.AuditLog).
 type Auditor interface {
 	// Record returns once e is committed.
 	Record(ctx context.Context, e audit.Event) error
 	// Ready reports whether an event can be written now.
 	Ready(ctx context.Context) error
+	// Unauthenticated counts a request refused with 401 from the client
+	// address addr; e is its event. The trail records such refusals later,
+	// at most once per address, action and minute (audit.Tally), so it
+	// does not wait.
+	Unauthenticated(addr string, e audit.Event)
 }
 
 // noAudit records nothing: for a Config without an Auditor (unit tests).
@@ -28,12 +32,11 @@ type noAudit struct{}
 
 func (noAudit) Record(context.Context, audit.Event) error { return nil }
 func (noAudit) Ready(context.Context) error               { return nil }
+func (noAudit) Unauthenticated(string, audit.Event)       {}
 
-var errAuditUnavailable = &core.Error{Kind: core.KindUnavailable, Code: "audit_unavailable",
-	Message: "The audit trail cannot be written; nothing was done, try again later"}
+var errAuditUnavailable = audit.ErrUnavailable
 
-// auditTimeout bounds the readiness check of a request that changes
-// something.
+// auditTimeout bounds the writes a change waits for before it is made.
 const auditTimeout = 5 * time.Second
 
 // auditRecord is what a handler tells the audit trail of its request.
@@ -42,6 +45,9 @@ type auditRecord struct {
 	resourceType string
 	resourceID   string
 	detail       map[string]any
+	// pending is the final event when it is to be committed with the
+	// change (auditWithChange), nil otherwise.
+	pending *audit.Pending
 }
 
 // auditOf returns the audit record of the request in ctx, or nil.
@@ -53,7 +59,8 @@ func auditOf(ctx context.Context) *auditRecord {
 }
 
 // auditResource names the resource a request acted on, once its handler
-// knows it (a new blob's id, a booked appointment's).
+// has parsed or made its id (a blob id, an appointment id): the trail
+// never records an id that did not parse.
 func auditResource(ctx context.Context, id string) {
 	if a := auditOf(ctx); a != nil {
 		a.resourceID = id
@@ -67,35 +74,43 @@ func auditDetail(ctx context.Context, detail map[string]any) {
 	}
 }
 
-// resourceIDs are the ids the audit trail takes from a path: the service's
-// own blob and appointment ids. Anything else a client puts there is left
-// out rather than recorded.
-var resourceIDs = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+// auditEvent is the request's event, answered with status.
+func (i *requestInfo) auditEvent(status int) audit.Event {
+	a := i.audit
+	return audit.Event{
+		At:           time.Now(),
+		RequestID:    i.id,
+		Actor:        i.actor,
+		Action:       a.action,
+		ResourceType: a.resourceType,
+		ResourceID:   a.resourceID,
+		Outcome:      audit.OutcomeOf(status),
+		Status:       status,
+		Detail:       a.detail,
+	}
+}
 
-// audited records one audit event for every request of the route, allowed
-// or not. The event is committed before the status line is sent, so no
-// answer, and no patient data or file byte, leaves without its event; when
-// the event cannot be committed the answer is 503 audit_unavailable
-// instead. A request that changes something is refused with 503 before it
-// runs when the trail cannot be written, so nothing is done unaudited.
+// audited authenticates the caller and records one audit event for every
+// request of the route, allowed or not. A request refused for want of a
+// valid token (401) is answered at once and counted (Auditor.Unauthenticated):
+// anonymous traffic never waits for the trail nor fills it. Any other
+// answer waits for its event: the event is committed before the status
+// line is sent, so no answer, and no patient data or file byte, leaves
+// without it; when it cannot be committed the answer is 503
+// audit_unavailable instead. A handler that changes something commits its
+// event with the change (auditWithChange) or records that it started
+// before calling the EHR (auditStarted).
 func (s *Server) audited(action audit.Action, resourceType string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := r.Context().Value(infoKey{}).(*requestInfo) // set by observe, which wraps every route
+		actor, err := s.caller(r)
+		if err != nil && core.KindOf(err) == core.KindUnauthenticated {
+			s.auditor.Unauthenticated(clientAddress(r), audit.Event{At: time.Now(), RequestID: info.id,
+				Action: action, ResourceType: resourceType, Outcome: audit.Denied, Status: http.StatusUnauthorized})
+			s.writeError(w, r, err)
+			return
+		}
 		info.audit = &auditRecord{action: action, resourceType: resourceType}
-		if id := mux.Vars(r)["id"]; resourceIDs.MatchString(id) {
-			info.audit.resourceID = id
-		}
-		if action.Changes() {
-			ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
-			err := s.auditor.Ready(ctx)
-			cancel()
-			if err != nil {
-				s.log.LogAttrs(r.Context(), slog.LevelError, "audit trail not writable; request refused",
-					slog.String("request_id", info.id), slog.String("action", string(action)), slog.String("error", err.Error()))
-				s.writeError(w, r, errAuditUnavailable)
-				return
-			}
-		}
 		aw := &auditWriter{ResponseWriter: w, s: s, r: r, info: info}
 		defer func() {
 			if v := recover(); v != nil {
@@ -105,11 +120,59 @@ func (s *Server) audited(action audit.Action, resourceType string, next http.Han
 				panic(v)
 			}
 		}()
-		next.ServeHTTP(aw, r)
+		if err != nil { // the authenticator failed otherwise: audited as any answer
+			s.writeError(aw, r, err)
+		} else {
+			next.ServeHTTP(aw, withCaller(r, actor))
+		}
 		if !aw.decided {
 			aw.WriteHeader(http.StatusOK)
 		}
 	})
+}
+
+// clientAddress is the IP address the request came from (behind a proxy,
+// the proxy's).
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// auditWithChange returns the request's context carrying its final event,
+// answered with status, for the repository that makes the change to
+// commit in the change's own transaction (audit.Pending): the change and
+// its event are committed together or not at all. It refuses the request
+// first when the trail cannot be written now, so that no file is received
+// in vain.
+func (s *Server) auditWithChange(r *http.Request, status int) (context.Context, error) {
+	info := r.Context().Value(infoKey{}).(*requestInfo)
+	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
+	err := s.auditor.Ready(ctx)
+	cancel()
+	if err != nil {
+		return nil, errAuditUnavailable.Wrap(fmt.Errorf("audit trail not writable: %w", err))
+	}
+	info.audit.pending = &audit.Pending{Event: info.auditEvent(status)}
+	return audit.WithPending(r.Context(), info.audit.pending), nil
+}
+
+// auditStarted records that the request is about to change an appointment
+// in the EHR (outcome started), before the EHR is called: what the EHR does
+// cannot be rolled back with the event. The final event follows as for any
+// request.
+func (s *Server) auditStarted(r *http.Request) error {
+	info := r.Context().Value(infoKey{}).(*requestInfo)
+	e := info.auditEvent(0)
+	e.Outcome = audit.Started
+	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
+	defer cancel()
+	if err := s.auditor.Record(ctx, e); err != nil {
+		return errAuditUnavailable.Wrap(fmt.Errorf("record the started event: %w", err))
+	}
+	return nil
 }
 
 // auditWriter commits the request's audit event when the handler decides
@@ -130,6 +193,15 @@ func (w *auditWriter) WriteHeader(status int) {
 		return
 	}
 	w.decided = true
+	if p := w.info.audit.pending; p != nil && p.Committed() {
+		// Committed with the change; its answer is the one the event says.
+		if status != p.Event.Status {
+			w.s.log.LogAttrs(w.r.Context(), slog.LevelError, "answer differs from its committed audit event",
+				slog.String("request_id", w.info.id), slog.Int("status", status), slog.Int("event_status", p.Event.Status))
+		}
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
 	if err := w.commit(status); err != nil {
 		w.failed = true
 		w.s.log.LogAttrs(w.r.Context(), slog.LevelError, "audit event not committed; answer replaced by 503",
@@ -165,16 +237,5 @@ func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // commit records the event. It does not follow the request's context (a
 // client that hung up is still audited); the auditor bounds its own wait.
 func (w *auditWriter) commit(status int) error {
-	a := w.info.audit
-	return w.s.auditor.Record(context.WithoutCancel(w.r.Context()), audit.Event{
-		At:           time.Now(),
-		RequestID:    w.info.id,
-		Actor:        w.info.actor,
-		Action:       a.action,
-		ResourceType: a.resourceType,
-		ResourceID:   a.resourceID,
-		Outcome:      audit.OutcomeOf(status),
-		Status:       status,
-		Detail:       a.detail,
-	})
+	return w.s.auditor.Record(context.WithoutCancel(w.r.Context()), w.info.auditEvent(status))
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,20 +22,30 @@ import (
 	"github.com/carebridge/carebridge/core/storage"
 )
 
-// trail is an Auditor in memory; fail makes Record or Ready fail.
+// trail is an Auditor in memory; failRecord fails Record for the events
+// it returns an error for, failReady fails Ready.
 type trail struct {
-	mu         sync.Mutex
-	events     []audit.Event
-	failRecord error
-	failReady  error
-	readies    int
+	mu              sync.Mutex
+	events          []audit.Event
+	failRecord      func(audit.Event) error
+	failReady       error
+	readies         int
+	unauthenticated []refusal
+}
+
+// refusal is one call of Unauthenticated.
+type refusal struct {
+	addr string
+	e    audit.Event
 }
 
 func (a *trail) Record(_ context.Context, e audit.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.failRecord != nil {
-		return a.failRecord
+		if err := a.failRecord(e); err != nil {
+			return err
+		}
 	}
 	a.events = append(a.events, e)
 	return nil
@@ -45,14 +58,44 @@ func (a *trail) Ready(context.Context) error {
 	return a.failReady
 }
 
-func (a *trail) only(t *testing.T) audit.Event {
-	t.Helper()
+func (a *trail) Unauthenticated(addr string, e audit.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.events) != 1 {
-		t.Fatalf("%d audit events, want 1: %+v", len(a.events), a.events)
+	a.unauthenticated = append(a.unauthenticated, refusal{addr, e})
+}
+
+// commitWithChange is what the blob repository does in its transaction:
+// it appends the request's pending event, naming id.
+func (a *trail) commitWithChange(ctx context.Context, id string) {
+	p := audit.PendingFrom(ctx)
+	if p == nil {
+		return
 	}
-	return a.events[0]
+	e := p.Event
+	e.ResourceID = id
+	a.mu.Lock()
+	a.events = append(a.events, e)
+	a.mu.Unlock()
+	p.MarkCommitted()
+}
+
+// failing fails Record for every event.
+func failing(err error) func(audit.Event) error { return func(audit.Event) error { return err } }
+
+// recorded returns the events so far.
+func (a *trail) recorded() []audit.Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.events)
+}
+
+func (a *trail) only(t *testing.T) audit.Event {
+	t.Helper()
+	events := a.recorded()
+	if len(events) != 1 {
+		t.Fatalf("%d audit events, want 1: %+v", len(events), events)
+	}
+	return events[0]
 }
 
 func auditedServer(t *testing.T, a *trail, st *StorageMock, in *IntegrationMock, se *SearchMock) *Server {
@@ -100,39 +143,45 @@ func TestAudit_RecordsOneEventPerRequest(t *testing.T) {
 		body                      io.Reader
 		header                    []string
 		want                      audit.Event
+		started                   bool // an EHR change: a started event comes first
 	}{
 		{"metadata", "GET", "/cloud-blob/metadata/5", "good-alice", nil, nil,
-			audit.Event{Actor: "alice", Action: audit.BlobMetadata, ResourceType: "blob", ResourceID: "5", Outcome: audit.Success, Status: 200}},
+			audit.Event{Actor: "alice", Action: audit.BlobMetadata, ResourceType: "blob", ResourceID: "5", Outcome: audit.Success, Status: 200}, false},
+		{"the id as parsed", "GET", "/cloud-blob/metadata/0005", "good-alice", nil, nil,
+			audit.Event{Actor: "alice", Action: audit.BlobMetadata, ResourceType: "blob", ResourceID: "5", Outcome: audit.Success, Status: 200}, false},
 		{"not yours", "GET", "/cloud-blob/metadata/404", "good-bob", nil, nil,
-			audit.Event{Actor: "bob", Action: audit.BlobMetadata, ResourceType: "blob", ResourceID: "404", Outcome: audit.Denied, Status: 404}},
-		{"no token", "GET", "/cloud-blob/download/5", "", nil, nil,
-			audit.Event{Action: audit.BlobDownload, ResourceType: "blob", ResourceID: "5", Outcome: audit.Denied, Status: 401}},
+			audit.Event{Actor: "bob", Action: audit.BlobMetadata, ResourceType: "blob", ResourceID: "404", Outcome: audit.Denied, Status: 404}, false},
 		{"download", "GET", "/cloud-blob/download/5", "good-alice", nil, nil,
-			audit.Event{Actor: "alice", Action: audit.BlobDownload, ResourceType: "blob", ResourceID: "5", Outcome: audit.Success, Status: 200}},
+			audit.Event{Actor: "alice", Action: audit.BlobDownload, ResourceType: "blob", ResourceID: "5", Outcome: audit.Success, Status: 200}, false},
 		{"a path id that is no id", "DELETE", "/cloud-blob/" + strings.Repeat("x", 200), "good-alice", nil, nil,
-			audit.Event{Actor: "alice", Action: audit.BlobDelete, ResourceType: "blob", Outcome: audit.Failed, Status: 400}},
+			audit.Event{Actor: "alice", Action: audit.BlobDelete, ResourceType: "blob", Outcome: audit.Failed, Status: 400}, false},
+		{"a blob id that is text", "GET", "/cloud-blob/download/5abc", "good-alice", nil, nil,
+			audit.Event{Actor: "alice", Action: audit.BlobDownload, ResourceType: "blob", Outcome: audit.Failed, Status: 400}, false},
 		{"upload names the new blob", "POST", "/cloud-blob/upload", "good-alice", body, []string{"Content-Type", ct},
-			audit.Event{Actor: "alice", Action: audit.BlobUpload, ResourceType: "blob", ResourceID: "5", Outcome: audit.Success, Status: 201}},
+			audit.Event{Actor: "alice", Action: audit.BlobUpload, ResourceType: "blob", ResourceID: "5", Outcome: audit.Success, Status: 201}, false},
 		{"search", "POST", "/api/v1/search", "good-alice", strings.NewReader(`{"query":"Zebulon Quixwell"}`), []string{"Content-Type", "application/json"},
 			audit.Event{Actor: "alice", Action: audit.PatientSearch, ResourceType: "patient", Outcome: audit.Success, Status: 200,
-				Detail: map[string]any{"results": 3, "sources": []string{"clinic-a"}, "cacheHit": true}}},
+				Detail: map[string]any{"results": 3, "sources": []string{"clinic-a"}, "cacheHit": true}}, false},
 		{"list", "GET", "/appointment?patientEmail=zq@example.org", "good-alice", nil, nil,
 			audit.Event{Actor: "alice", Action: audit.AppointmentList, ResourceType: "appointment", Outcome: audit.Success, Status: 200,
-				Detail: map[string]any{"results": 2}}},
+				Detail: map[string]any{"results": 2}}, false},
 		{"book", "POST", "/appointment/customer", "good-alice", strings.NewReader(`{"agentId":"dr-1"}`), []string{"Content-Type", "application/json"},
-			audit.Event{Actor: "alice", Action: audit.AppointmentCreate, ResourceType: "appointment", ResourceID: "appt-9", Outcome: audit.Success, Status: 201}},
+			audit.Event{Actor: "alice", Action: audit.AppointmentCreate, ResourceType: "appointment", ResourceID: "appt-9", Outcome: audit.Success, Status: 201}, true},
 		{"cancel refused", "PUT", "/appointment/customer/appt-9/cancel", "good-eve", nil, nil,
-			audit.Event{Actor: "eve", Action: audit.AppointmentCancel, ResourceType: "appointment", ResourceID: "appt-9", Outcome: audit.Denied, Status: 403}},
+			audit.Event{Actor: "eve", Action: audit.AppointmentCancel, ResourceType: "appointment", ResourceID: "appt-9", Outcome: audit.Denied, Status: 403}, true},
+		{"an appointment id of no appointment's form", "POST", "/appointment/Zebulon%3Cb%3E/reschedule", "good-alice", strings.NewReader(`{}`), []string{"Content-Type", "application/json"},
+			audit.Event{Actor: "alice", Action: audit.AppointmentReschedule, ResourceType: "appointment", Outcome: audit.Denied, Status: 404}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &trail{}
 			s := auditedServer(t, a, st, in, se)
 			header := append([]string{"Authorization", "Bearer " + tt.token}, tt.header...)
-			if tt.token == "" {
-				header[1] = ""
-			}
 			w := do(t, s, tt.method, tt.path, tt.body, header...)
-			e := a.only(t)
+			events := a.recorded()
+			if n := map[bool]int{false: 1, true: 2}[tt.started]; len(events) != n {
+				t.Fatalf("%d events, want %d: %+v", len(events), n, events)
+			}
+			e := events[len(events)-1]
 			if w.Code != tt.want.Status || e.RequestID == "" || e.RequestID != w.Header().Get("X-Request-Id") || e.At.IsZero() {
 				t.Fatalf("status %d, event %+v", w.Code, e)
 			}
@@ -140,12 +189,107 @@ func TestAudit_RecordsOneEventPerRequest(t *testing.T) {
 				e.Outcome != tt.want.Outcome || e.Status != tt.want.Status || !sameDetail(e.Detail, tt.want.Detail) {
 				t.Fatalf("event %+v\nwant  %+v", e, tt.want)
 			}
+			if tt.started {
+				s := events[0]
+				if s.Outcome != audit.Started || s.Status != 0 || s.RequestID != e.RequestID || s.Actor != e.Actor || s.Action != e.Action ||
+					s.ResourceType != e.ResourceType || s.At.After(e.At) {
+					t.Fatalf("started event %+v before %+v", s, e)
+				}
+			}
 		})
 	}
 	// Agents are not patient data: not audited.
 	a := &trail{}
-	if w := do(t, auditedServer(t, a, st, in, se), "GET", "/agents", nil); w.Code != 200 || len(a.events) != 0 {
-		t.Fatalf("agents: %d, %d events", w.Code, len(a.events))
+	if w := do(t, auditedServer(t, a, st, in, se), "GET", "/agents", nil); w.Code != 200 || len(a.recorded()) != 0 {
+		t.Fatalf("agents: %d, %d events", w.Code, len(a.recorded()))
+	}
+	if n := len(in.RescheduleCalls()); n != 0 {
+		t.Fatalf("an id of no appointment's form reached the EHR %d times", n)
+	}
+}
+
+func TestAudit_UnauthenticatedRequestsAreCountedWithoutWaitingForTheTrail(t *testing.T) {
+	// The trail is down: a request with a token would be refused with 503,
+	// one without is answered 401 at once and only counted.
+	a := &trail{failRecord: failing(errors.New("database down")), failReady: errors.New("database down")}
+	st := &StorageMock{}
+	s := auditedServer(t, a, st, &IntegrationMock{}, &SearchMock{})
+	for _, tt := range []struct {
+		method, path, token string
+		action              audit.Action
+		resourceType        string
+	}{
+		{"GET", "/cloud-blob/download/5", "", audit.BlobDownload, "blob"},
+		{"DELETE", "/cloud-blob/5", "expired", audit.BlobDelete, "blob"},
+		{"POST", "/api/v1/search", "", audit.PatientSearch, "patient"},
+		{"PUT", "/appointment/customer/a-1/cancel", "forged", audit.AppointmentCancel, "appointment"},
+	} {
+		before := len(a.unauthenticated)
+		w := do(t, s, tt.method, tt.path, nil, "Authorization", map[bool]string{true: "", false: "Bearer " + tt.token}[tt.token == ""])
+		if w.Code != http.StatusUnauthorized || errEnvelope(t, w).Code == "audit_unavailable" {
+			t.Fatalf("%s %s: %d %s", tt.method, tt.path, w.Code, w.Body)
+		}
+		if len(a.unauthenticated) != before+1 {
+			t.Fatalf("%s %s: %d refusals counted", tt.method, tt.path, len(a.unauthenticated)-before)
+		}
+		r := a.unauthenticated[before]
+		if r.addr != "192.0.2.1" || r.e.Action != tt.action || r.e.ResourceType != tt.resourceType || r.e.Status != 401 ||
+			r.e.Outcome != audit.Denied || r.e.Actor != "" || r.e.ResourceID != "" || r.e.RequestID != w.Header().Get("X-Request-Id") || r.e.At.IsZero() {
+			t.Fatalf("%s %s: counted %+v", tt.method, tt.path, r)
+		}
+	}
+	if len(a.recorded()) != 0 || a.readies != 0 || len(st.DownloadCalls())+len(st.DeleteCalls()) != 0 {
+		t.Fatalf("the trail was asked: %d events, %d readiness checks", len(a.recorded()), a.readies)
+	}
+	// Routes that are not audited refuse as before, uncounted.
+	if w := do(t, s, "GET", "/agents", nil, "Authorization", ""); w.Code != 401 || len(a.unauthenticated) != 4 {
+		t.Fatalf("agents: %d, %d counted", w.Code, len(a.unauthenticated))
+	}
+}
+
+func TestAudit_AFileChangeCommitsItsEventWithTheChangeAndOnlyThere(t *testing.T) {
+	a := &trail{}
+	st := &StorageMock{
+		UploadFunc: func(ctx context.Context, in storage.UploadInput) (storage.Blob, error) {
+			io.Copy(io.Discard, in.Body)
+			a.commitWithChange(ctx, "5")
+			return sample, nil
+		},
+		MetadataFunc: func(context.Context, int64) (storage.Blob, error) { return sample, nil },
+		DeleteFunc: func(ctx context.Context, id int64) error {
+			a.commitWithChange(ctx, fmt.Sprint(id))
+			return nil
+		},
+	}
+	s := auditedServer(t, a, st, nil, nil)
+	body, ct := form(t, part{"originalFilename", "x.png"}, part{"contentType", "image/png"}, part{"fileSize", "9"}, part{"file", "\x89PNG....."})
+	up := do(t, s, "POST", "/cloud-blob/upload", body, "Content-Type", ct)
+	del := do(t, s, "DELETE", "/cloud-blob/5", nil)
+	events := a.recorded()
+	if up.Code != 201 || del.Code != 200 || len(events) != 2 {
+		t.Fatalf("upload %d, delete %d, %d events: %+v", up.Code, del.Code, len(events), events)
+	}
+	for i, want := range []struct {
+		w      *httptest.ResponseRecorder
+		action audit.Action
+	}{{up, audit.BlobUpload}, {del, audit.BlobDelete}} {
+		e := events[i]
+		if e.Action != want.action || e.Status != want.w.Code || e.Outcome != audit.Success || e.Actor != "alice" ||
+			e.ResourceID != "5" || e.RequestID != want.w.Header().Get("X-Request-Id") {
+			t.Errorf("event %+v for %s answered %d", e, want.action, want.w.Code)
+		}
+	}
+	// The change's transaction fails for its event: the answer is 503 and
+	// the final event says so (when the trail takes it).
+	st.DeleteFunc = func(context.Context, int64) error {
+		return fmt.Errorf("delete blob 5: %w", audit.ErrUnavailable.Wrap(errors.New("refused by a trigger")))
+	}
+	w := do(t, s, "DELETE", "/cloud-blob/5", nil)
+	if w.Code != 503 || errEnvelope(t, w).Code != "audit_unavailable" {
+		t.Fatalf("delete refused by the trail: %d %s", w.Code, w.Body)
+	}
+	if e := a.recorded()[2]; e.Status != 503 || e.Outcome != audit.Failed || e.Action != audit.BlobDelete {
+		t.Fatalf("final event %+v", e)
 	}
 }
 
@@ -163,7 +307,7 @@ func TestAudit_AnAnswerWhoseEventCannotBeCommittedIsNotSent(t *testing.T) {
 	se := &SearchMock{SearchFunc: func(context.Context, ehr.SearchRequest) (*ehr.SearchResult, error) {
 		return &ehr.SearchResult{Status: ehr.StatusSuccess, Results: []ehr.Person{{ID: "p1", Name: ehr.HumanName{Family: "Quixwell"}}}}, nil
 	}}
-	a := &trail{failRecord: errors.New("permission denied for table audit_events")}
+	a := &trail{failRecord: failing(errors.New("permission denied for table audit_events"))}
 	s := auditedServer(t, a, st, nil, se)
 	for _, tt := range []struct{ method, path, body, secret string }{
 		{"GET", "/cloud-blob/download/5", "", "secret fi"},
@@ -199,7 +343,14 @@ func TestAudit_AChangeIsNotMadeWhenTheTrailCannotBeWritten(t *testing.T) {
 		CancelFunc:     func(context.Context, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
 		RescheduleFunc: func(context.Context, string, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
 	}
-	a := &trail{failReady: errors.New("database down")}
+	// A file change asks whether the trail is writable before it reads the
+	// file; an EHR change needs its started event committed.
+	a := &trail{failReady: errors.New("database down"), failRecord: func(e audit.Event) error {
+		if e.Outcome == audit.Started {
+			return errors.New("permission denied for table audit_events")
+		}
+		return nil
+	}}
 	s := auditedServer(t, a, st, in, nil)
 	body, ct := form(t, part{"originalFilename", "x.png"}, part{"contentType", "image/png"}, part{"fileSize", "9"}, part{"file", "\x89PNG....."})
 	for _, tt := range []struct {
@@ -221,10 +372,69 @@ func TestAudit_AChangeIsNotMadeWhenTheTrailCannotBeWritten(t *testing.T) {
 	if n := len(st.UploadCalls()) + len(st.DeleteCalls()) + len(in.BookCalls()) + len(in.CancelCalls()) + len(in.RescheduleCalls()); n != 0 {
 		t.Fatalf("%d changes were made without an audit trail", n)
 	}
+	// Each refused request still has its one final event.
+	for _, e := range a.recorded() {
+		if e.Status != 503 || e.Outcome != audit.Failed {
+			t.Errorf("event %+v", e)
+		}
+	}
+	if n := len(a.recorded()); n != 5 {
+		t.Errorf("%d final events, want 5", n)
+	}
 	// Reads are not asked in advance: their answer waits for the event.
 	a.failReady = nil
 	before := a.readies
 	if w := do(t, s, "GET", "/cloud-blob/metadata/5", nil); w.Code != 200 || a.readies != before {
 		t.Fatalf("metadata: %d, %d readiness checks", w.Code, a.readies-before)
+	}
+}
+
+func TestAudit_TheStartedEventIsCommittedBeforeTheEHRIsCalled(t *testing.T) {
+	a := &trail{}
+	var seen [][]audit.Event // the trail when the EHR was called
+	in := &IntegrationMock{
+		BookFunc: func(context.Context, ehr.BookingRequest) (ehr.Booked, error) {
+			seen = append(seen, a.recorded())
+			return ehr.Booked{Appointment: ehr.Appointment{ID: "appt-1"}}, nil
+		},
+		CancelFunc: func(context.Context, string, string) (ehr.Appointment, error) {
+			seen = append(seen, a.recorded())
+			return ehr.Appointment{}, ehr.ErrAlreadyCancelled
+		},
+		RescheduleFunc: func(context.Context, string, string, string) (ehr.Appointment, error) {
+			seen = append(seen, a.recorded())
+			return ehr.Appointment{}, &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "The EHR did not answer in time"}
+		},
+	}
+	s := auditedServer(t, a, nil, in, nil)
+	for i, tt := range []struct {
+		method, path, body string
+		action             audit.Action
+		resourceID         string
+		status             int
+	}{
+		{"POST", "/appointment/customer", `{}`, audit.AppointmentCreate, "", 201},
+		{"PUT", "/appointment/customer/appt-1/cancel", ``, audit.AppointmentCancel, "appt-1", 409},
+		{"POST", "/appointment/appt-1/reschedule", `{}`, audit.AppointmentReschedule, "appt-1", 504},
+	} {
+		before := len(a.recorded())
+		w := do(t, s, tt.method, tt.path, strings.NewReader(tt.body), "Content-Type", "application/json")
+		events := a.recorded()[before:]
+		if w.Code != tt.status || len(events) != 2 || len(seen) != i+1 {
+			t.Fatalf("%s: %d, events %+v", tt.path, w.Code, events)
+		}
+		started, final := events[0], events[1]
+		if last := seen[i][len(seen[i])-1]; last.Outcome != audit.Started || last.RequestID != w.Header().Get("X-Request-Id") {
+			t.Fatalf("%s: the EHR was called with %+v last in the trail", tt.path, last)
+		}
+		if started.Outcome != audit.Started || started.Status != 0 || started.Action != tt.action || started.ResourceID != tt.resourceID ||
+			final.Status != tt.status || final.Action != tt.action || final.RequestID != started.RequestID {
+			t.Fatalf("%s: started %+v, final %+v", tt.path, started, final)
+		}
+	}
+	// A request refused before the EHR is called has no started event.
+	w := do(t, s, "POST", "/appointment/customer", strings.NewReader(`{"agentId":`), "Content-Type", "application/json")
+	if e := a.recorded()[len(a.recorded())-1]; w.Code != 400 || e.Status != 400 || len(a.recorded()) != 7 {
+		t.Fatalf("malformed booking: %d, %d events, last %+v", w.Code, len(a.recorded()), e)
 	}
 }

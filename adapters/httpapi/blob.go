@@ -114,7 +114,12 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, bodyErr(err))
 		return
 	}
-	blob, err := s.storage.Upload(r.Context(), in)
+	ctx, err := s.auditWithChange(r, http.StatusCreated)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	blob, err := s.storage.Upload(ctx, in)
 	// A long upload outlives the server's write time-out; the answer still goes out.
 	_ = rc.SetWriteDeadline(time.Now().Add(s.stallTimeout))
 	if err != nil {
@@ -325,11 +330,14 @@ func (s *stallWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// blobID parses the path's blob id and names it as the request's audited
+// resource.
 func blobID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(mux.Vars(r)["id"], 10, 64)
 	if err != nil || id <= 0 {
 		return 0, errInvalidID
 	}
+	auditResource(r.Context(), strconv.FormatInt(id, 10))
 	return id, nil
 }
 
@@ -353,7 +361,12 @@ func (s *Server) deleteBlob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.storage.Delete(r.Context(), id); err != nil {
+	ctx, err := s.auditWithChange(r, http.StatusOK)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.storage.Delete(ctx, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

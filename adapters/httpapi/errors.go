@@ -64,7 +64,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
 		e = errInternal
 	} else if e.Err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused",
+		level := slog.LevelDebug
+		if e.Is(errAuditUnavailable) { // nothing was done: the operator must know
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(r.Context(), level, "request refused",
 			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
 	}
 	status := statusOf[e.Kind]

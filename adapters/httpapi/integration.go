@@ -15,9 +15,7 @@ import (
 
 func (s *Server) integrationRoutes(r *mux.Router) {
 	auth := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
-	appt := func(action audit.Action, h http.HandlerFunc) http.Handler {
-		return s.audited(action, "appointment", s.authenticate(h))
-	}
+	appt := func(action audit.Action, h http.HandlerFunc) http.Handler { return s.audited(action, "appointment", h) }
 	r.Handle("/appointment/customer", appt(audit.AppointmentCreate, s.book)).Methods(http.MethodPost)
 	r.Handle("/appointment", appt(audit.AppointmentList, s.listAppointments)).Methods(http.MethodGet)
 	r.Handle("/appointment/customer/{id}/cancel", appt(audit.AppointmentCancel, s.cancelAppointment)).Methods(http.MethodPut)
@@ -108,6 +106,10 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := s.auditStarted(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	b, err := s.integration.Book(r.Context(), ehr.BookingRequest{
 		AgentID: req.AgentID, Start: req.Start, End: req.End, DurationMinutes: req.DurationMinutes,
 		Reason: req.Reason, LocationID: req.LocationID, Patient: req.Patient.contact(),
@@ -186,7 +188,23 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 	writeSuccess(w, http.StatusOK, "Appointments fetched successfully", newPage(p, newAppointmentResponse))
 }
 
+// appointmentID parses the path's appointment id and names it as the
+// request's audited resource.
+func appointmentID(r *http.Request) (string, error) {
+	id, err := ehr.ParseAppointmentID(mux.Vars(r)["id"])
+	if err != nil {
+		return "", err
+	}
+	auditResource(r.Context(), id)
+	return id, nil
+}
+
 func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
+	id, err := appointmentID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var req struct {
 		Reason string `json:"reason"`
 	}
@@ -196,7 +214,11 @@ func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a, err := s.integration.Cancel(r.Context(), mux.Vars(r)["id"], req.Reason)
+	if err := s.auditStarted(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.integration.Cancel(r.Context(), id, req.Reason)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -205,6 +227,11 @@ func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
+	id, err := appointmentID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var req struct {
 		Start string `json:"start"`
 		End   string `json:"end"`
@@ -213,7 +240,11 @@ func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.integration.Reschedule(r.Context(), mux.Vars(r)["id"], req.Start, req.End)
+	if err := s.auditStarted(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.integration.Reschedule(r.Context(), id, req.Start, req.End)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

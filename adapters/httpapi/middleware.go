@@ -190,20 +190,29 @@ var errMissingToken = &core.Error{Kind: core.KindUnauthenticated, Code: "missing
 // request's context.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		token = strings.TrimSpace(token)
-		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-			s.writeError(w, r, errMissingToken)
-			return
-		}
-		actor, err := s.auth.Authenticate(r.Context(), token)
+		actor, err := s.caller(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if i, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
-			i.actor = actor.Subject
-		}
-		next.ServeHTTP(w, r.WithContext(core.WithActor(r.Context(), actor)))
+		next.ServeHTTP(w, withCaller(r, actor))
 	})
+}
+
+// caller verifies the request's bearer token and returns the caller.
+func (s *Server) caller(r *http.Request) (core.Actor, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return core.Actor{}, errMissingToken
+	}
+	return s.auth.Authenticate(r.Context(), token)
+}
+
+// withCaller is r with actor in its context and in the request's info.
+func withCaller(r *http.Request, actor core.Actor) *http.Request {
+	if i, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+		i.actor = actor.Subject
+	}
+	return r.WithContext(core.WithActor(r.Context(), actor))
 }

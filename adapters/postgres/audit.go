@@ -126,7 +126,7 @@ func (l *AuditLog) Record(ctx context.Context, e audit.Event) error {
 
 func newAuditCall(e audit.Event) (*auditCall, error) {
 	switch e.Outcome {
-	case audit.Success, audit.Denied, audit.Failed:
+	case audit.Success, audit.Denied, audit.Failed, audit.Started:
 	default:
 		return nil, fmt.Errorf("record audit event: unknown outcome %q", e.Outcome)
 	}
@@ -237,16 +237,46 @@ func (l *AuditLog) appendLocked(calls []*auditCall) (chainHead, error) {
 	defer cancel()
 	var next chainHead
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		var head chainHead
-		if err := tx.QueryRow(ctx, `SELECT id, hash FROM audit_chain_head FOR UPDATE`).Scan(&head.id, &head.hash); err != nil {
-			return fmt.Errorf("lock the chain head: %w", err)
-		}
-		var args []any
-		args, next = chain(calls, head)
-		tag, err := tx.Exec(ctx, appendAudit, args...)
-		return inserted(tag.RowsAffected(), len(calls), err)
+		var err error
+		next, err = appendTx(ctx, tx, calls)
+		return err
 	})
 	return next, err
+}
+
+// appendTx appends calls in tx after the chain head, which it locks until
+// tx ends, and returns the new head. Another transaction appending to the
+// chain waits for tx, and a writer that cached the old head finds it moved.
+func appendTx(ctx context.Context, tx pgx.Tx, calls []*auditCall) (chainHead, error) {
+	var head chainHead
+	if err := tx.QueryRow(ctx, `SELECT id, hash FROM audit_chain_head FOR UPDATE`).Scan(&head.id, &head.hash); err != nil {
+		return chainHead{}, fmt.Errorf("lock the chain head: %w", err)
+	}
+	args, next := chain(calls, head)
+	tag, err := tx.Exec(ctx, appendAudit, args...)
+	return next, inserted(tag.RowsAffected(), len(calls), err)
+}
+
+// appendPending appends, in tx, the event that ctx carries to be committed
+// with the change tx makes (audit.Pending), naming resourceID, the changed
+// row. It returns the pending event, nil when ctx carries none: the
+// caller marks it committed once tx has. A failure is audit.ErrUnavailable.
+// Call it last in tx: the chain head stays locked until tx ends.
+func appendPending(ctx context.Context, tx pgx.Tx, resourceID string) (*audit.Pending, error) {
+	p := audit.PendingFrom(ctx)
+	if p == nil {
+		return nil, nil
+	}
+	e := p.Event
+	e.ResourceID, e.At = resourceID, time.Now()
+	c, err := newAuditCall(e)
+	if err == nil {
+		_, err = appendTx(ctx, tx, []*auditCall{c})
+	}
+	if err != nil {
+		return nil, audit.ErrUnavailable.Wrap(fmt.Errorf("append the audit event: %w", err))
+	}
+	return p, nil
 }
 
 // inserted is the outcome of appendAudit for n events.

@@ -2,10 +2,12 @@ package postgres_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core/audit"
+	"github.com/carebridge/carebridge/core/storage"
 	"github.com/carebridge/carebridge/test/pgtest"
 )
 
@@ -514,4 +517,139 @@ func BenchmarkAuditRecord(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	s := l.Stats()
 	b.ReportMetric(float64(s.Events)/float64(max(1, s.Batches)), "events/tx")
+}
+
+// refuseAction makes the database refuse every audit event of action, as
+// a failure of that one event would.
+func refuseAction(t *testing.T, db *postgres.Store, action audit.Action) {
+	t.Helper()
+	_, err := db.Pool().Exec(context.Background(), fmt.Sprintf(`
+		CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.action = '%s' THEN RAISE EXCEPTION 'refused for the test'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit()`, action))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Pool().Exec(context.Background(), `DROP TRIGGER refuse_audit ON audit_events; DROP FUNCTION refuse_audit()`)
+	})
+}
+
+func count(t *testing.T, db *postgres.Store, sql string) int {
+	t.Helper()
+	var n int
+	if err := db.Pool().QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestIntegrationBlobRepo_CommitsTheRequestsAuditEventWithTheChange(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{})
+	repo := db.Blobs()
+	recordAudit(t, l, 3) // the writer now caches the chain head
+
+	pending := func(action audit.Action, status int) (context.Context, *audit.Pending) {
+		p := &audit.Pending{Event: audit.Event{RequestID: "req-" + string(action), Actor: "alice", Action: action,
+			ResourceType: "blob", Outcome: audit.Success, Status: status}}
+		return audit.WithPending(context.Background(), p), p
+	}
+	b := storage.Blob{Name: "obj-1", Container: storage.ContainerUploads, OriginalFilename: "a.txt",
+		ContentType: "text/plain", Size: 1, UploadedBy: "alice", SHA256: "ab"}
+	ctx, p := pending(audit.BlobUpload, 201)
+	if err := repo.Insert(ctx, &b); err != nil || !p.Committed() {
+		t.Fatalf("insert: %v, committed %v", err, p.Committed())
+	}
+	recordAudit(t, l, 2) // after a head the writer did not move
+	ctx, p = pending(audit.BlobDelete, 200)
+	if err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
+		t.Fatalf("delete: %v, committed %v", err, p.Committed())
+	}
+	// Without a pending event (a business logo) nothing is audited.
+	logo := b
+	if err := repo.Insert(context.Background(), &logo); err != nil {
+		t.Fatal(err)
+	}
+
+	events, err := db.AuditTrail().List(context.Background(), postgres.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 7 {
+		t.Fatalf("%d events, want 7: %+v", len(events), events)
+	}
+	slices.SortFunc(events, func(a, b audit.Event) int { return cmp.Compare(a.ID, b.ID) }) // in chain order
+	id := fmt.Sprint(b.ID)
+	for i, want := range map[int]audit.Event{3: {Action: audit.BlobUpload, Status: 201}, 6: {Action: audit.BlobDelete, Status: 200}} {
+		e := events[i]
+		if e.Action != want.Action || e.Status != want.Status || e.ResourceID != id || e.Outcome != audit.Success ||
+			e.RequestID != "req-"+string(want.Action) || e.At.IsZero() {
+			t.Errorf("event %d: %+v", i, e)
+		}
+	}
+	if n, bad, ok := verifyAudit(t, db); !ok || n != 7 {
+		t.Fatalf("verify: events=%d firstBad=%d ok=%v", n, bad, ok)
+	}
+}
+
+func TestIntegrationBlobRepo_AChangeWhoseEventIsRefusedIsNotMade(t *testing.T) {
+	db := pgtest.Store(t)
+	repo := db.Blobs()
+	kept := storage.Blob{Name: "obj-1", Container: storage.ContainerUploads, OriginalFilename: "a.txt",
+		ContentType: "text/plain", Size: 1, UploadedBy: "alice", SHA256: "ab"}
+	if err := repo.Insert(context.Background(), &kept); err != nil {
+		t.Fatal(err)
+	}
+	rowsBefore, eventsBefore := count(t, db, `SELECT count(*) FROM blob_entries`), count(t, db, `SELECT count(*) FROM events`)
+
+	for _, action := range []audit.Action{audit.BlobUpload, audit.BlobDelete} {
+		refuseAction(t, db, action)
+		p := &audit.Pending{Event: audit.Event{RequestID: "r", Actor: "alice", Action: action, ResourceType: "blob",
+			Outcome: audit.Success, Status: 200}}
+		ctx := audit.WithPending(context.Background(), p)
+		var err error
+		if action == audit.BlobUpload {
+			b := kept
+			b.Name = "obj-2"
+			err = repo.Insert(ctx, &b)
+		} else {
+			err = repo.Delete(ctx, kept.ID)
+		}
+		if !errors.Is(err, audit.ErrUnavailable) || p.Committed() {
+			t.Fatalf("%s: %v, committed %v; want audit_unavailable", action, err, p.Committed())
+		}
+		if _, err := db.Pool().Exec(context.Background(), `DROP TRIGGER refuse_audit ON audit_events; DROP FUNCTION refuse_audit()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, e := count(t, db, `SELECT count(*) FROM blob_entries`), count(t, db, `SELECT count(*) FROM events`); r != rowsBefore || e != eventsBefore {
+		t.Fatalf("%d rows and %d outbox events, want %d and %d: a change was made unaudited", r, e, rowsBefore, eventsBefore)
+	}
+	if n := count(t, db, `SELECT count(*) FROM audit_events`); n != 0 {
+		t.Fatalf("%d audit events", n)
+	}
+	if _, _, ok := verifyAudit(t, db); !ok {
+		t.Fatal("chain broken")
+	}
+}
+
+func TestIntegrationAuditLog_StoresStartedEvents(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{})
+	e := audit.Event{RequestID: "r-1", Actor: "alice", Action: audit.AppointmentCancel, ResourceType: "appointment",
+		ResourceID: "apt-1", Outcome: audit.Started}
+	if err := l.Record(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.AuditTrail().List(context.Background(), postgres.AuditFilter{})
+	if err != nil || len(got) != 1 || got[0].Outcome != audit.Started || got[0].Status != 0 {
+		t.Fatalf("%v: %+v", err, got)
+	}
+	if _, _, ok := verifyAudit(t, db); !ok {
+		t.Fatal("chain broken")
+	}
 }

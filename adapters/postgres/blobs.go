@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/carebridge/carebridge/core/audit"
 	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 )
@@ -23,17 +25,27 @@ const blobColumns = `id, blob_name, container_name, original_filename, content_t
 	is_encrypted, encryption_key_id, wrapped_key, sha256, uploaded_by, business_location_id,
 	practice_id, created_at, updated_at`
 
-// Insert stores b and sets its ID and times, and writes blob.uploaded in
-// the same transaction.
+// Insert stores b and sets its ID and times, and writes blob.uploaded and
+// the request's pending audit event (audit.Pending, naming b) in the same
+// transaction.
 func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
+	var audited *audit.Pending
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if err := r.insert(ctx, tx, b); err != nil {
 			return err
 		}
-		return emitBlob(ctx, tx, event.BlobUploaded, b.ID, string(b.Container), b.BusinessLocationID)
+		if err := emitBlob(ctx, tx, event.BlobUploaded, b.ID, string(b.Container), b.BusinessLocationID); err != nil {
+			return err
+		}
+		var err error
+		audited, err = appendPending(ctx, tx, strconv.FormatInt(b.ID, 10))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("insert blob entry: %w", err)
+	}
+	if audited != nil {
+		audited.MarkCommitted()
 	}
 	return nil
 }
@@ -106,9 +118,10 @@ func (r *BlobRepo) Get(ctx context.Context, id int64) (storage.Blob, error) {
 	return b, nil
 }
 
-// Delete removes blob entry id, and writes blob.deleted in the same
-// transaction.
+// Delete removes blob entry id, and writes blob.deleted and the request's
+// pending audit event (audit.Pending) in the same transaction.
 func (r *BlobRepo) Delete(ctx context.Context, id int64) error {
+	var audited *audit.Pending
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		var container string
 		var location *string
@@ -120,13 +133,20 @@ func (r *BlobRepo) Delete(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
-		return emitBlob(ctx, tx, event.BlobDeleted, id, container, deref(location))
+		if err := emitBlob(ctx, tx, event.BlobDeleted, id, container, deref(location)); err != nil {
+			return err
+		}
+		audited, err = appendPending(ctx, tx, strconv.FormatInt(id, 10))
+		return err
 	})
 	if errors.Is(err, storage.ErrBlobNotFound) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("delete blob entry %d: %w", id, err)
+	}
+	if audited != nil {
+		audited.MarkCommitted()
 	}
 	return nil
 }

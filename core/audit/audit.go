@@ -11,6 +11,8 @@ package audit
 import (
 	"net/http"
 	"time"
+
+	"github.com/carebridge/carebridge/core"
 )
 
 // Action is what a request did, one per audited endpoint.
@@ -33,16 +35,10 @@ const (
 var Actions = []Action{BlobUpload, BlobDownload, BlobMetadata, BlobDelete, PatientSearch,
 	AppointmentCreate, AppointmentList, AppointmentCancel, AppointmentReschedule}
 
-// Changes reports whether the action changes something (a file or an
-// appointment): such a request is refused before it runs when the trail
-// cannot be written.
-func (a Action) Changes() bool {
-	switch a {
-	case BlobUpload, BlobDelete, AppointmentCreate, AppointmentCancel, AppointmentReschedule:
-		return true
-	}
-	return false
-}
+// ErrUnavailable is a request refused because its audit event could not
+// be written: nothing was done.
+var ErrUnavailable = &core.Error{Kind: core.KindUnavailable, Code: "audit_unavailable",
+	Message: "The audit trail cannot be written; nothing was done, try again later"}
 
 // Outcome sums up the status a request was answered with.
 type Outcome string
@@ -52,6 +48,10 @@ const (
 	Success Outcome = "success" // 2xx
 	Denied  Outcome = "denied"  // 401, 403, 404
 	Failed  Outcome = "error"   // anything else
+	// Started is not an answer: a change about to be made in an EHR,
+	// recorded before the EHR is called, in addition to the request's
+	// final event. Its status is 0.
+	Started Outcome = "started"
 )
 
 // OutcomeOf is the outcome of an answer with the given HTTP status.
@@ -75,7 +75,7 @@ type Event struct {
 	ResourceType string // blob, patient, appointment
 	ResourceID   string // Carebridge's own id of the resource, when there is one
 	Outcome      Outcome
-	Status       int            // the HTTP status sent
+	Status       int            // the HTTP status sent; 0 for a Started event
 	Detail       map[string]any // small, never patient data; nil reads as {}
 	Hash         []byte         // SHA-256 chain link, set by the store
 }

@@ -212,7 +212,8 @@ func (s *Service) removeObject(ctx context.Context, b Blob) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	// The store leaves nothing behind a failed Put; this also covers a
-	// failed row insert. A failure here can only be retried by hand.
+	// failed row insert and a deleted row. An object left here has no row:
+	// the orphan sweeper removes it.
 	_ = s.objects.Delete(ctx, b.Container, b.Name)
 }
 
@@ -221,19 +222,19 @@ func (s *Service) Metadata(ctx context.Context, id int64) (Blob, error) {
 	return s.get(ctx, id)
 }
 
-// Delete removes blob id, object first, then its row, so a retried delete
-// converges after a partial failure.
+// Delete removes blob id: its row first, which commits the change (and
+// the request's audit event with it), then its object. An object whose
+// removal fails is left to the orphan sweeper (SweepOrphans): the blob is
+// gone either way, and a failure to delete the row changes nothing.
 func (s *Service) Delete(ctx context.Context, id int64) error {
 	b, err := s.get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := s.objects.Delete(ctx, b.Container, b.Name); err != nil {
-		return fmt.Errorf("delete object of blob %d: %w", id, err)
-	}
 	if err := s.blobs.Delete(ctx, id); err != nil {
 		return fmt.Errorf("delete blob %d: %w", id, err)
 	}
+	s.removeObject(ctx, b)
 	return nil
 }
 

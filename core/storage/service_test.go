@@ -223,6 +223,16 @@ func TestUpload_RowInsertFailureRemovesObject(t *testing.T) {
 	}
 }
 
+func TestUpload_ARowRefusedForItsAuditEventKeepsTheReason(t *testing.T) {
+	f := newFixture(t)
+	refused := &core.Error{Kind: core.KindUnavailable, Code: "audit_unavailable", Message: "x"}
+	f.blobs.InsertFunc = func(context.Context, *Blob) error { return fmt.Errorf("insert: %w", refused) }
+	_, err := f.svc.Upload(as("alice"), pngUpload(pngBytes))
+	if !errors.Is(err, refused) || len(f.data) != 0 {
+		t.Fatalf("got %v with %d objects, want audit_unavailable and none", err, len(f.data))
+	}
+}
+
 func TestUpload_ClientReadErrorIsReported(t *testing.T) {
 	f := newFixture(t)
 	in := pngUpload(pngBytes)
@@ -418,17 +428,37 @@ func TestDelete_RemovesObjectAndRow(t *testing.T) {
 	}
 }
 
-func TestDelete_ObjectFailureKeepsRowForRetry(t *testing.T) {
+func TestDelete_ARowThatCannotBeDeletedChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	b, err := f.svc.Upload(as("alice"), pngUpload(pngBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The row's transaction fails (the database, or the audit event
+	// committed with it): the object stays, the blob is whole.
+	f.blobs.DeleteFunc = func(context.Context, int64) error { return errors.New("audit event refused") }
+	if err := f.svc.Delete(as("alice"), b.ID); err == nil {
+		t.Fatal("delete succeeded without its row deleted")
+	}
+	if _, ok := f.rows[b.ID]; !ok || len(f.data) != 1 {
+		t.Fatalf("row kept: %v, %d objects", ok, len(f.data))
+	}
+}
+
+func TestDelete_AnObjectThatCannotBeRemovedIsLeftToTheSweeper(t *testing.T) {
 	f := newFixture(t)
 	b, err := f.svc.Upload(as("alice"), pngUpload(pngBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.objects.DeleteFunc = func(context.Context, Container, string) error { return errors.New("store down") }
-	if err := f.svc.Delete(as("alice"), b.ID); err == nil {
-		t.Fatal("delete succeeded with the store down")
+	if err := f.svc.Delete(as("alice"), b.ID); err != nil {
+		t.Fatalf("delete: %v; the row is gone, so the blob is", err)
 	}
-	if _, ok := f.rows[b.ID]; !ok {
-		t.Fatal("row removed although the object was not")
+	if _, ok := f.rows[b.ID]; ok {
+		t.Fatal("row kept")
+	}
+	if len(f.data) != 1 {
+		t.Fatalf("%d objects, want the one left for the sweeper", len(f.data))
 	}
 }

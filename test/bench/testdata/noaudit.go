@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,7 +20,8 @@ type noAudit struct{}
 
 func (noAudit) Record(context.Context, audit.Event) error { return nil }
 func (noAudit) Ready(context.Context) error               { return nil }
+func (noAudit) Unauthenticated(string, audit.Event)       {}
 
-func newAuditor(*postgres.Store, *prometheus.Registry) (httpapi.Auditor, func(), error) {
+func newAuditor(*postgres.Store, *prometheus.Registry, *slog.Logger) (httpapi.Auditor, func(), error) {
 	return noAudit{}, func() {}, nil
 }
