@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/core/audit"
@@ -184,7 +185,30 @@ func (l *AuditLog) run() {
 		if err == nil {
 			head = &next
 		}
+		if refusedOne(err, batch) {
+			l.appendEach(batch)
+			continue
+		}
 		l.answer(batch, err)
+	}
+}
+
+// refusedOne reports whether a batch of several events failed because the
+// database refused a row (a trigger, a constraint), not because it could
+// not be reached: one event may then be the cause, and the others must not
+// fail with it.
+func refusedOne(err error, batch []*auditCall) bool {
+	var pgErr *pgconn.PgError
+	return len(batch) > 1 && errors.As(err, &pgErr)
+}
+
+// appendEach appends the events of a refused batch one at a time, each
+// under the chain head's lock, and answers each with its own outcome.
+func (l *AuditLog) appendEach(batch []*auditCall) {
+	for _, c := range batch {
+		one := []*auditCall{c}
+		_, err := l.appendLocked(one)
+		l.answer(one, err)
 	}
 }
 

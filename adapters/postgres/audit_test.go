@@ -653,3 +653,55 @@ func TestIntegrationAuditLog_StoresStartedEvents(t *testing.T) {
 		t.Fatal("chain broken")
 	}
 }
+
+func TestIntegrationAuditLog_ARefusedEventFailsAloneInItsBatch(t *testing.T) {
+	db := pgtest.Store(t)
+	l := newAuditLog(t, db, postgres.AuditConfig{Timeout: 30 * time.Second})
+	refuseAction(t, db, audit.BlobDelete)
+	ctx := context.Background()
+	// Hold the chain head so that the writer waits and the events queue up
+	// behind it: they are then written as one batch.
+	tx, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_chain_head FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := auditEvent(i)
+			if i == n/2 {
+				e.Action = audit.BlobDelete
+			}
+			errs[i] = l.Record(ctx, e)
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never waited for the chain head")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i == n/2) != (err != nil) {
+			t.Errorf("event %d: %v", i, err)
+		}
+	}
+	if got := count(t, db, `SELECT count(*) FROM audit_events`); got != n-1 {
+		t.Fatalf("%d events stored, want %d", got, n-1)
+	}
+	if _, _, ok := verifyAudit(t, db); !ok {
+		t.Fatal("chain broken")
+	}
+}
