@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -137,7 +138,10 @@ func (q *query) int(name string) int {
 		return 0
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil {
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		q.errs = append(q.errs, name+" is out of range")
+	case err != nil:
 		q.errs = append(q.errs, name+" must be a whole number")
 	}
 	return n
