@@ -15,9 +15,9 @@ import (
 )
 
 func (s *Server) integrationRoutes(r *mux.Router) {
-	auth := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
+	auth := func(h http.HandlerFunc) http.Handler { return noStore(s.authenticate(h)) }
 	appt := func(action audit.Action, h http.HandlerFunc) http.Handler {
-		return s.audited(action, "appointment", s.authenticate(h))
+		return noStore(s.audited(action, "appointment", s.authenticate(h)))
 	}
 	r.Handle("/appointment/customer", appt(audit.AppointmentCreate, s.book)).Methods(http.MethodPost)
 	r.Handle("/appointment", appt(audit.AppointmentList, s.listAppointments)).Methods(http.MethodGet)

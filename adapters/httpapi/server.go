@@ -103,11 +103,11 @@ func New(cfg Config) *Server {
 	s.apiDocRoutes(r)
 	s.docsRoutes(r)
 
-	r.Handle("/api/v1/search", s.audited(audit.PatientSearch, "patient", s.authenticate(http.HandlerFunc(s.search)))).Methods(http.MethodPost)
+	r.Handle("/api/v1/search", noStore(s.audited(audit.PatientSearch, "patient", s.authenticate(http.HandlerFunc(s.search))))).Methods(http.MethodPost)
 	s.integrationRoutes(r)
 
 	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {
-		return s.audited(action, "blob", s.authenticate(h))
+		return noStore(s.audited(action, "blob", s.authenticate(h)))
 	}
 	r.Handle("/cloud-blob/upload", blob(audit.BlobUpload, s.upload)).Methods(http.MethodPost)
 	r.Handle("/cloud-blob/download/{id}", blob(audit.BlobDownload, s.download)).Methods(http.MethodGet)
