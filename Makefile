@@ -42,7 +42,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: performance figures (blob transfer vs direct S3, business reads vs direct pgx)
+## bench: performance figures (blob transfer vs direct S3, business reads vs direct pgx, refusing hostile JSON)
 bench:
 	@bash scripts/ensure-services.sh
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; } >&2
@@ -52,6 +52,8 @@ bench:
 		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench
 	@echo "== the HTTP edge of the business reads, in process (no sockets, no database)"
 	@$(GO) test -run '^$$' -bench BusinessReads -benchmem -count 3 ./adapters/httpapi
+	@echo "== refusing 1 MiB of JSON nesting, and other large bodies, in process"
+	@$(GO) test -run '^$$' -bench RefuseDeepJSON -benchmem ./adapters/httpapi
 
 ## fuzz: a short run of every fuzz target
 fuzz:

@@ -319,24 +319,6 @@ func TestBusiness_CoreErrorsKeepTheirStatus(t *testing.T) {
 	}
 }
 
-// FuzzUnmarshalStrict: any body decodes or fails with a client error;
-// nothing panics, and what decodes has no duplicate keys.
-func FuzzUnmarshalStrict(f *testing.F) {
-	f.Add([]byte(`{"id":1,"day":"Monday","start_time":"09:00","end_time":"10:00"}`))
-	f.Add([]byte(`{"a":{"b":1,"b":2}}`))
-	f.Add([]byte(`[{"x":1}]`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var v struct {
-			ID *int64 `json:"id"`
-			hoursEntry
-		}
-		err := unmarshalStrict(body, &v)
-		if err != nil && errCode(err) != "invalid_json" {
-			t.Fatalf("unexpected error %v", err)
-		}
-	})
-}
-
 func errCode(err error) string {
 	var e *core.Error
 	if errors.As(err, &e) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,8 +15,10 @@ import (
 )
 
 func (s *Server) integrationRoutes(r *mux.Router) {
-	auth := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
-	appt := func(action audit.Action, h http.HandlerFunc) http.Handler { return s.audited(action, "appointment", h) }
+	auth := func(h http.HandlerFunc) http.Handler { return noStore(s.authenticate(h)) }
+	appt := func(action audit.Action, h http.HandlerFunc) http.Handler {
+		return noStore(s.audited(action, "appointment", h))
+	}
 	r.Handle("/appointment/customer", appt(audit.AppointmentCreate, s.book)).Methods(http.MethodPost)
 	r.Handle("/appointment", appt(audit.AppointmentList, s.listAppointments)).Methods(http.MethodGet)
 	r.Handle("/appointment/customer/{id}/cancel", appt(audit.AppointmentCancel, s.cancelAppointment)).Methods(http.MethodPut)
@@ -139,7 +142,10 @@ func (q *query) int(name string) int {
 		return 0
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil {
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		q.errs = append(q.errs, name+" is out of range")
+	case err != nil:
 		q.errs = append(q.errs, name+" must be a whole number")
 	}
 	return n

@@ -8,7 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/carebridge/carebridge/core"
 )
@@ -48,20 +50,29 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil || mt != "application/json" {
 		return errNotJSON
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBytes))
-	if err != nil {
+	// One allocation when the length is announced (io.ReadAll would grow
+	// its buffer to about twice the body).
+	var body bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= maxJSONBytes {
+		body.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, maxJSONBytes)); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return errJSONTooLarge
 		}
 		return errBadJSON.Wrap(err)
 	}
-	return unmarshalStrict(body, v)
+	return unmarshalStrict(body.Bytes(), v)
 }
 
 // unmarshalStrict decodes one JSON value into v under the strict rules.
+// The nesting is checked before the decoder reads anything, and the keys
+// after it has refused unknown fields and wrong types: then the objects of
+// a struct's body hold only its fields, and a flat body of a million keys
+// costs the decoder's refusal alone.
 func unmarshalStrict(body []byte, v any) error {
-	if err := checkDuplicateKeys(body); err != nil {
+	if err := walkJSON(body, false); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -72,7 +83,7 @@ func unmarshalStrict(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errBadJSON.WithMessage("The body must hold exactly one JSON value")
 	}
-	return nil
+	return walkJSON(body, true)
 }
 
 // jsonError turns a decoding failure into a message naming the field.
@@ -112,60 +123,140 @@ func jsonType(kind string) string {
 	return "of another type"
 }
 
-// checkDuplicateKeys walks the JSON tokens and refuses an object that
-// names a key twice, at any depth.
-func checkDuplicateKeys(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return jsonError(err)
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return jsonError(err)
-				}
-				key := k.(string)
-				if seen[key] {
-					return errBadJSON.WithMessage("Duplicate key %s", joinPath(path, key))
-				}
-				seen[key] = true
-				if err := walk(joinPath(path, key)); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token() // '}'
-			return jsonErrorOrNil(err)
-		case json.Delim('['):
-			for i := 0; dec.More(); i++ {
-				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token() // ']'
-			return jsonErrorOrNil(err)
-		}
-		return nil
-	}
-	return walk("")
-}
+// maxJSONDepth is the deepest nesting of arrays and objects a body may
+// have: far more than any request needs, and few enough that what follows
+// the check (encoding/json, whose own limit is 10,000) has little to do.
+const maxJSONDepth = 64
 
-func jsonErrorOrNil(err error) error {
-	if err != nil {
-		return jsonError(err)
+var errJSONTooDeep = errBadJSON.WithMessage("JSON nesting is deeper than %d levels", maxJSONDepth)
+
+// walkJSON refuses a body that nests arrays and objects deeper than
+// maxJSONDepth and, with keys, one with an object that names a key twice,
+// at any depth. It reads the bytes once, without recursion, keeping one
+// entry per open array or object, so a body of nothing but "[" costs a few
+// KiB to refuse; a key's path is built only to report it. It does not check
+// the syntax: where it cannot follow a body, it stops and leaves the body to
+// the decoder, which says what is wrong and where (nothing it stops at is
+// valid JSON, and the decoder reads no further than that).
+func walkJSON(body []byte, keys bool) error {
+	var open []container
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{', '[':
+			if len(open) == maxJSONDepth {
+				return errJSONTooDeep
+			}
+			open = append(open, container{object: body[i] == '{', wantKey: body[i] == '{'})
+		case '}', ']':
+			if len(open) == 0 {
+				return nil // not JSON
+			}
+			open[len(open)-1] = container{} // its keys are garbage now
+			open = open[:len(open)-1]
+		case ',':
+			if len(open) > 0 {
+				top := &open[len(open)-1]
+				top.wantKey = top.object
+				top.index++
+			}
+		case '"':
+			end := stringEnd(body, i)
+			if end < 0 {
+				return nil // not JSON
+			}
+			if keys && len(open) > 0 && open[len(open)-1].object && open[len(open)-1].wantKey {
+				key, ok := decodeKey(body[i : end+1])
+				if !ok {
+					return nil // not JSON
+				}
+				top := &open[len(open)-1]
+				if top.seen(key) {
+					return errBadJSON.WithMessage("Duplicate key %s", keyPath(open, key))
+				}
+				top.key, top.wantKey = key, false
+			}
+			i = end
+		}
 	}
 	return nil
 }
 
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
+// container is an open array or object of walkJSON's walk.
+type container struct {
+	object  bool
+	wantKey bool                // object: a key comes next
+	key     string              // object: the key of the value being read
+	index   int                 // array: the index of the element being read
+	keys    []string            // object: its keys so far, while few
+	set     map[string]struct{} // object: its keys, once many
+}
+
+// seen reports whether the object already has key, and records it. Most
+// objects have a few keys, searched in a slice; a large one gets a map.
+func (c *container) seen(key string) bool {
+	if c.set != nil {
+		if _, ok := c.set[key]; ok {
+			return true
+		}
+		c.set[key] = struct{}{}
+		return false
 	}
-	return path + "." + key
+	if slices.Contains(c.keys, key) {
+		return true
+	}
+	c.keys = append(c.keys, key)
+	if len(c.keys) > 16 {
+		c.set = make(map[string]struct{}, 2*len(c.keys))
+		for _, k := range c.keys {
+			c.set[k] = struct{}{}
+		}
+		c.keys = nil
+	}
+	return false
+}
+
+// stringEnd is the index of the quote that ends the string starting at
+// body[start], or -1.
+func stringEnd(body []byte, start int) int {
+	for i := start + 1; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			return i
+		case '\\':
+			i++
+		}
+	}
+	return -1
+}
+
+// decodeKey is the key a quoted string names, as encoding/json reads it:
+// escapes resolved, invalid UTF-8 replaced. ok is false for a string that
+// is not valid JSON.
+func decodeKey(quoted []byte) (key string, ok bool) {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw), true
+	}
+	return key, json.Unmarshal(quoted, &key) == nil
+}
+
+// keyPath names key of the innermost open object by its place in the body:
+// "patient.email", "operatingHours[2].day".
+func keyPath(open []container, key string) string {
+	var b strings.Builder
+	for _, c := range open[:len(open)-1] {
+		if c.object {
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(c.key)
+		} else {
+			fmt.Fprintf(&b, "[%d]", c.index)
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteByte('.')
+	}
+	b.WriteString(key)
+	return b.String()
 }

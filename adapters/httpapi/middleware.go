@@ -184,6 +184,16 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	})
 }
 
+// noStore keeps every answer of a route that carries patient or EHR data
+// (search, appointments, agents, blobs), errors included, out of every
+// cache. A handler may ask for more: downloads are "private, no-store".
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
 var errMissingToken = &core.Error{Kind: core.KindUnauthenticated, Code: "missing_token", Message: "Authorization: Bearer <token> is required"}
 
 // authenticate requires a valid bearer token and puts the caller in the

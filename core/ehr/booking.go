@@ -659,13 +659,14 @@ func (s *Integration) authorized(ctx context.Context) (Scheduler, error) {
 	return s.scheduler()
 }
 
-// paging checks page and limit (defaults 1 and 20, limit at most 100).
+// paging checks page and limit (defaults 1 and DefaultLimit, page at most
+// MaxPage, limit at most MaxLimit).
 func paging(page, limit int, f *fieldErrors) (int, int) {
 	switch {
 	case page == 0:
 		page = 1
-	case page < 0:
-		f.add("page", "must be 1 or more")
+	case page < 0 || page > MaxPage:
+		f.add("page", "must be between 1 and %d", MaxPage)
 	}
 	switch {
 	case limit == 0:

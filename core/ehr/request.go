@@ -11,10 +11,12 @@ import (
 // SearchTypePatientRecord is the one search type so far.
 const SearchTypePatientRecord = "patient_record"
 
-// Paging defaults and limits.
+// Paging defaults and limits, for search and every listing. MaxPage keeps
+// page × limit (the offset asked of an EHR) small.
 const (
 	DefaultLimit = 20
 	MaxLimit     = 100
+	MaxPage      = 10000
 	maxQueryLen  = 500
 )
 
@@ -25,7 +27,7 @@ type SearchRequest struct {
 	DateRange  string // YYYY-MM-DD/YYYY-MM-DD
 	Location   string
 	RecordType string // "", all or patient
-	Page       *int   // nil (absent) means 1; a present value below 1 is invalid
+	Page       *int   // nil (absent) means 1; present: 1 to MaxPage
 	Limit      *int   // nil (absent) means DefaultLimit; present: 1 to MaxLimit
 }
 
@@ -64,8 +66,8 @@ func validate(r SearchRequest) (validated, error) {
 		return v, ErrRecordTypeNotSupported.WithMessage("filters.recordType %q is not supported yet; use all or patient", r.RecordType)
 	}
 	if r.Page != nil {
-		if *r.Page < 1 {
-			return v, invalid("pagination.page must be 1 or more")
+		if *r.Page < 1 || *r.Page > MaxPage {
+			return v, invalid("pagination.page must be between 1 and %d", MaxPage)
 		}
 		v.page = *r.Page
 	}

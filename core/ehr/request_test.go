@@ -2,6 +2,7 @@ package ehr
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func FuzzParseQuery(f *testing.F) {
 	})
 }
 
-func TestValidate_PaginationAbsentIsDefaultPresentBelowOneIsInvalid(t *testing.T) {
+func TestValidate_PaginationAbsentIsDefaultOutOfRangeIsInvalid(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		page, limit *int
@@ -114,6 +115,9 @@ func TestValidate_PaginationAbsentIsDefaultPresentBelowOneIsInvalid(t *testing.T
 		{"present", new(3), new(MaxLimit), 3, MaxLimit, ""},
 		{"page 0", new(0), nil, 0, 0, "pagination.page"},
 		{"page -1", new(-1), nil, 0, 0, "pagination.page"},
+		{"page at MaxPage", new(MaxPage), nil, MaxPage, DefaultLimit, ""},
+		{"page above MaxPage", new(MaxPage + 1), nil, 0, 0, "pagination.page"},
+		{"largest int page", new(math.MaxInt), new(MaxLimit), 0, 0, "pagination.page"},
 		{"limit 0", nil, new(0), 0, 0, "pagination.limit"},
 		{"limit above max", nil, new(MaxLimit + 1), 0, 0, "pagination.limit"},
 	} {
