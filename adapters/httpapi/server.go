@@ -106,7 +106,9 @@ func New(cfg Config) *Server {
 	r.Handle("/api/v1/search", noStore(s.audited(audit.PatientSearch, "patient", http.HandlerFunc(s.search)))).Methods(http.MethodPost)
 	s.integrationRoutes(r)
 
-	blob := func(action audit.Action, h http.HandlerFunc) http.Handler { return noStore(s.audited(action, "blob", h)) }
+	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {
+		return noStore(s.audited(action, "blob", h))
+	}
 	r.Handle("/cloud-blob/upload", blob(audit.BlobUpload, s.upload)).Methods(http.MethodPost)
 	r.Handle("/cloud-blob/download/{id}", blob(audit.BlobDownload, s.download)).Methods(http.MethodGet)
 	r.Handle("/cloud-blob/metadata/{id}", blob(audit.BlobMetadata, s.metadata)).Methods(http.MethodGet)
