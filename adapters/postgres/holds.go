@@ -31,7 +31,8 @@ const (
 // Take records h unless an overlapping hold of its agent exists. With
 // h.MaxFuture, the subject's future bookings and holds are counted under a
 // transaction lock of the subject, so two bookings of one subject at once
-// cannot both pass the count.
+// cannot both pass the count. Locks are taken subject first, then agent,
+// always in that order.
 func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error {
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if h.MaxFuture > 0 {
@@ -46,6 +47,13 @@ func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error
 			if n >= h.MaxFuture {
 				return ehr.ErrAppointmentLimit.WithMessage("This caller already holds %d future appointments, the most allowed", h.MaxFuture)
 			}
+		}
+		// Two inserts that overlap would each wait for the other's
+		// uncommitted row to decide the exclusion constraint: a deadlock.
+		// The agent's transaction lock orders them (for the milliseconds of
+		// this transaction); the constraint still decides.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hold-agent:' || $1, 0))`, h.AgentID); err != nil {
+			return err
 		}
 		_, err := tx.Exec(ctx, `
 			INSERT INTO booking_holds (id, kind, agent_id, period, subject, idem_key, appointment_id, lease_until)
