@@ -49,7 +49,7 @@ bench:
 	@VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
 		MEDPLUM_DIR="$$(bash scripts/install-medplum.sh)" && \
 		export VERSITYGW_BIN MEDPLUM_DIR && \
-		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench
+		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 45m ./test/bench
 	@echo "== the HTTP edge of the business reads, in process (no sockets, no database)"
 	@$(GO) test -run '^$$' -bench BusinessReads -benchmem -count 3 ./adapters/httpapi
 	@echo "== refusing 1 MiB of JSON nesting, and other large bodies, in process"
