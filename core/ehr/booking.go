@@ -461,7 +461,12 @@ func (s *Integration) create(ctx context.Context, sch Scheduler, h Hold, a Appoi
 		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, s.settleAfter)
 		return Appointment{}, errors.Join(err, errOutcomeUnknown)
 	}
-	return booked, s.settle(ctx, h, booked)
+	if err := s.settle(ctx, h, booked); err != nil {
+		// Booked but not recorded: a repeat or the reconciler records it.
+		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, 0)
+		return Appointment{}, errors.Join(err, errOutcomeUnknown)
+	}
+	return booked, nil
 }
 
 // settle records a booking the EHR confirmed and removes its hold: with its

@@ -1044,3 +1044,36 @@ func TestAppointments_APatientReachesOnlyItsOwn(t *testing.T) {
 		t.Fatalf("staff list: %+v %v", p, err)
 	}
 }
+
+func TestBook_BookedButNotRecordedIsRecordedByTheRepeat(t *testing.T) {
+	c := newCalendar(chicago)
+	c.FindAppointmentFunc = func(_ context.Context, ref Appointment) (Appointment, bool, error) {
+		for _, a := range c.appts {
+			if a.Ref == ref.Ref {
+				return a, true, nil
+			}
+		}
+		return Appointment{}, false, nil
+	}
+	s := integration(c)
+	idem := s.idem.(*IdempotencyStoreMock)
+	complete := idem.CompleteFunc
+	down := errors.New("database gone")
+	idem.CompleteFunc = func(context.Context, string, string, []byte, *Booking) error { return down }
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.IdempotencyKey = "k"
+	if _, err := s.Book(caller("u"), r); !errors.Is(err, down) {
+		t.Fatalf("first: %v", err)
+	}
+	if len(idem.ReleaseCalls()) != 0 {
+		t.Fatal("the key of a booking the EHR made was released")
+	}
+	idem.CompleteFunc = complete
+	b, err := s.Book(caller("u"), r)
+	if err != nil || b.Appointment.ID == "" || len(c.CreateAppointmentCalls()) != 1 {
+		t.Fatalf("the repeat: %+v %v, %d creates", b, err, len(c.CreateAppointmentCalls()))
+	}
+	if ids, _ := s.bookings.BookedBy(context.Background(), "u"); len(ids) != 1 {
+		t.Fatalf("booked by u: %v", ids)
+	}
+}
