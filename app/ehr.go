@@ -47,6 +47,7 @@ type ehrSet struct {
 type ehrs struct {
 	log     *slog.Logger
 	metrics *ehrMetrics
+	grace   time.Duration // linkGrace; tests shorten it
 	cur     atomic.Pointer[ehrSet]
 
 	mu       sync.Mutex // one reload at a time; guards retiring and closed
@@ -58,7 +59,7 @@ var _ ehr.Systems = (*ehrs)(nil)
 
 // newEHRs adapts every system of cfg (nil: none).
 func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics) (*ehrs, error) {
-	e := &ehrs{log: log, metrics: metrics, retiring: map[*time.Timer][]io.Closer{}}
+	e := &ehrs{log: log, metrics: metrics, grace: linkGrace, retiring: map[*time.Timer][]io.Closer{}}
 	set, _, err := e.build(cfg, &ehrSet{})
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (e *ehrs) reload(cfg *ehrconfig.Config) error {
 	}
 	if len(links) > 0 {
 		var t *time.Timer
-		t = time.AfterFunc(linkGrace, func() {
+		t = time.AfterFunc(e.grace, func() {
 			e.mu.Lock()
 			links, ok := e.retiring[t]
 			delete(e.retiring, t)
