@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -82,7 +83,7 @@ func (e *ehrs) reload(cfg *ehrconfig.Config) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return fmt.Errorf("EHR systems: closed")
+		return errors.New("EHR systems: closed")
 	}
 	old := e.cur.Load()
 	set, kept, err := e.build(cfg, old)
