@@ -87,7 +87,7 @@ type App struct {
 	db       *postgres.Store
 	objects  storage.ObjectStore
 	redis    *redis.Cache // nil without REDIS_URL
-	closers  []io.Closer  // EHR links
+	ehrs     *ehrs        // the EHR systems in force; ReloadEHR swaps them
 	server   *http.Server
 	listener net.Listener
 	purged   prometheus.Counter // expired Idempotency-Keys removed
@@ -152,14 +152,13 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 	registry := prometheus.NewRegistry()
-	ehrs, err := newEHRs(cfg.EHR, a.log, newEHRMetrics(registry))
+	a.ehrs, err = newEHRs(cfg.EHR, a.log, newEHRMetrics(registry))
 	if err != nil {
 		return err
 	}
 	logEHRSystems(ctx, a.log, cfg.EHR)
-	a.closers = ehrs.closers
-	search := ehr.NewService(ehrs.systems, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
-	integration := ehr.NewIntegration(ehrs.scheduler, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache,
+	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
+	integration := ehr.NewIntegration(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache,
 		ehr.IntegrationConfig{FingerprintKeys: serviceKeys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
 	a.integration, a.reconcileEvery = integration, cfg.ReconcileEvery
 
@@ -280,6 +279,14 @@ func NewBusinessWithoutLogos(db *postgres.Store) *business.Service {
 	return business.NewService(db.Businesses(), db.Locations(), db.Providers(), db.Hours(), noLogos{})
 }
 
+// ReloadEHR puts the EHR systems of cfg (nil: none) in force, as SIGHUP
+// does: requests in flight finish on the systems they started with and the
+// next ones use the new; a system whose configuration (secrets included) is
+// unchanged keeps its clients, with their breaker, token cache, rate limiter
+// and link. When a system cannot be built it returns why and the systems in
+// force stay.
+func (a *App) ReloadEHR(cfg *ehrconfig.Config) error { return a.ehrs.reload(cfg) }
+
 // Addr is the address the server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
@@ -328,7 +335,9 @@ func (a *App) Close() {
 	if a.events != nil {
 		a.events.close()
 	}
-	closeAll(a.log, a.closers)
+	if a.ehrs != nil {
+		a.ehrs.Close()
+	}
 	if a.redis != nil {
 		if err := a.redis.Close(); err != nil {
 			a.log.Warn("close redis", "err", err)

@@ -1,9 +1,14 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
@@ -12,86 +17,229 @@ import (
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-// ehrs is every EHR system of the EHR systems file, adapted: each one's
-// patient search, and the Scheduler of the one integration.ehr names.
-type ehrs struct {
-	systems   []ehr.System
-	scheduler ehr.Scheduler // nil when integration.ehr is unset
-	closers   []io.Closer
+// linkGrace is how long the WebSocket link of a system a reload removed
+// (or changed) stays open for the requests that started before: longer
+// than a booking's EHR calls (90 s) and a search of any sane timeout and
+// retry_attempts. A call still running then fails as the link closes.
+const linkGrace = 5 * time.Minute
+
+// ehrSystem is one system of the EHR systems file, adapted; reloads that
+// leave its configuration as it was keep it, with its breaker, token cache,
+// rate limiter and link.
+type ehrSystem struct {
+	cfg       ehrconfig.System
+	search    ehr.System
+	scheduler ehr.Scheduler
+	link      io.Closer // the bot's WebSocket link; nil for fhir
 }
 
-// newEHRs adapts every system of cfg; when one fails, it closes the links
-// it opened for the ones before.
-func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics) (_ *ehrs, err error) {
-	out := &ehrs{}
-	if cfg == nil {
-		return out, nil
+// ehrSet is the systems of one reading of the EHR systems file, never
+// changed once built: the search's systems and the integration.ehr
+// Scheduler.
+type ehrSet struct {
+	systems   []*ehrSystem // in file order
+	search    []ehr.System
+	scheduler ehr.Scheduler // nil when integration.ehr is unset
+}
+
+// ehrs is the EHR systems in force (ehr.Systems): each call answers from
+// the set of the last reading of the file, and a reload swaps the set, so a
+// request that asked before keeps the systems it got.
+type ehrs struct {
+	log     *slog.Logger
+	metrics *ehrMetrics
+	grace   time.Duration // linkGrace; tests shorten it
+	cur     atomic.Pointer[ehrSet]
+
+	mu       sync.Mutex // one reload at a time; guards retiring and closed
+	retiring map[*time.Timer][]io.Closer
+	closed   bool
+}
+
+var _ ehr.Systems = (*ehrs)(nil)
+
+// newEHRs adapts every system of cfg (nil: none).
+func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics) (*ehrs, error) {
+	e := &ehrs{log: log, metrics: metrics, grace: linkGrace, retiring: map[*time.Timer][]io.Closer{}}
+	set, _, err := e.build(cfg, &ehrSet{})
+	if err != nil {
+		return nil, err
 	}
+	e.cur.Store(set)
+	return e, nil
+}
+
+// Search returns the systems the search asks.
+func (e *ehrs) Search() []ehr.System { return e.cur.Load().search }
+
+// Scheduler returns the integration EHR (nil: none).
+func (e *ehrs) Scheduler() ehr.Scheduler { return e.cur.Load().scheduler }
+
+// reload swaps in the systems of cfg (nil: none). A system whose
+// configuration is unchanged, secrets included, is kept as it is; the links
+// of the others are closed after linkGrace. When a system cannot be built
+// nothing changes.
+func (e *ehrs) reload(cfg *ehrconfig.Config) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("EHR systems: closed")
+	}
+	old := e.cur.Load()
+	set, kept, err := e.build(cfg, old)
+	if err != nil {
+		return err
+	}
+	e.cur.Store(set)
+	var links []io.Closer
+	for _, s := range old.systems {
+		if kept[s] {
+			continue
+		}
+		if s.link != nil {
+			links = append(links, s.link)
+		}
+		if _, still := set.byName(s.cfg.Name); !still {
+			e.metrics.forget(s.cfg.Name)
+		}
+	}
+	if len(links) > 0 {
+		var t *time.Timer
+		t = time.AfterFunc(e.grace, func() {
+			e.mu.Lock()
+			links, ok := e.retiring[t]
+			delete(e.retiring, t)
+			e.mu.Unlock()
+			if ok {
+				closeAll(e.log, links)
+			}
+		})
+		e.retiring[t] = links
+	}
+	return nil
+}
+
+// Close closes every link, those of removed systems included.
+func (e *ehrs) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	for t, links := range e.retiring {
+		t.Stop()
+		closeAll(e.log, links)
+	}
+	clear(e.retiring)
+	closeAll(e.log, e.cur.Load().links())
+	return nil
+}
+
+func (s *ehrSet) links() []io.Closer {
+	var out []io.Closer
+	for _, sys := range s.systems {
+		if sys.link != nil {
+			out = append(out, sys.link)
+		}
+	}
+	return out
+}
+
+func (s *ehrSet) byName(name string) (*ehrSystem, bool) {
+	for _, sys := range s.systems {
+		if sys.cfg.Name == name {
+			return sys, true
+		}
+	}
+	return nil, false
+}
+
+// build adapts every system of cfg, taking those of old whose configuration
+// is the same (kept lists them); when one fails, it closes the links it
+// opened.
+func (e *ehrs) build(cfg *ehrconfig.Config, old *ehrSet) (_ *ehrSet, kept map[*ehrSystem]bool, err error) {
+	set, kept := &ehrSet{}, map[*ehrSystem]bool{}
+	if cfg == nil {
+		return set, kept, nil
+	}
+	var opened []io.Closer
 	defer func() {
 		if err != nil {
-			closeAll(log, out.closers)
+			closeAll(e.log, opened)
 		}
 	}()
-	for _, s := range cfg.Systems {
-		sm := metrics.system(s.Name, s.Adapter == ehrconfig.AdapterWSBot)
-		// The HTTP client carries the system's credentials, retries, rate
-		// limit and breaker; the bot uses it for its handshake headers.
-		authType := string(s.Auth.Type)
-		if s.Auth.Type == ehrconfig.AuthNone {
-			authType = ehrhttp.AuthNone
+	for _, c := range cfg.Systems {
+		s, ok := old.byName(c.Name)
+		if ok && reflect.DeepEqual(s.cfg, c) {
+			kept[s] = true
+		} else {
+			if s, err = e.adapt(c); err != nil {
+				return nil, nil, err
+			}
+			if s.link != nil {
+				opened = append(opened, s.link)
+			}
 		}
-		client, err := ehrhttp.New(ehrhttp.Config{
-			Name:    s.Name,
-			BaseURL: s.BaseURL,
-			Auth: ehrhttp.AuthConfig{
-				Type: authType, TokenURL: s.Auth.TokenURL, ClientID: s.Auth.ClientID,
-				ClientSecret: s.Auth.ClientSecret.Value(), Scopes: s.Auth.Scopes,
-				PrivateKey: s.Auth.PrivateKey.Value(), KeyID: s.Auth.KeyID, Algorithm: s.Auth.Algorithm,
-				APIKey: s.Auth.APIKey.Value(), APIKeyHeader: s.Auth.APIKeyHeader,
-				Username: s.Auth.Username, Password: s.Auth.Password.Value(),
-			},
-			RequestsPerMinute: s.RateLimit.RequestsPerMinute,
-			Timeout:           s.Timeout,
-			RetryAttempts:     s.RetryAttempts,
-			Logger:            log.With("component", "ehrhttp", "ehr", s.Name),
-			Metrics:           sm,
+		set.systems = append(set.systems, s)
+		set.search = append(set.search, s.search)
+		if c.Name == cfg.Integration.EHR {
+			set.scheduler = s.scheduler
+		}
+	}
+	return set, kept, nil
+}
+
+// adapt makes the clients of one system: its patient search and Scheduler.
+func (e *ehrs) adapt(s ehrconfig.System) (*ehrSystem, error) {
+	log := e.log
+	sm := e.metrics.system(s.Name, s.Adapter == ehrconfig.AdapterWSBot)
+	// The HTTP client carries the system's credentials, retries, rate
+	// limit and breaker; the bot uses it for its handshake headers.
+	authType := string(s.Auth.Type)
+	if s.Auth.Type == ehrconfig.AuthNone {
+		authType = ehrhttp.AuthNone
+	}
+	client, err := ehrhttp.New(ehrhttp.Config{
+		Name:    s.Name,
+		BaseURL: s.BaseURL,
+		Auth: ehrhttp.AuthConfig{
+			Type: authType, TokenURL: s.Auth.TokenURL, ClientID: s.Auth.ClientID,
+			ClientSecret: s.Auth.ClientSecret.Value(), Scopes: s.Auth.Scopes,
+			PrivateKey: s.Auth.PrivateKey.Value(), KeyID: s.Auth.KeyID, Algorithm: s.Auth.Algorithm,
+			APIKey: s.Auth.APIKey.Value(), APIKeyHeader: s.Auth.APIKeyHeader,
+			Username: s.Auth.Username, Password: s.Auth.Password.Value(),
+		},
+		RequestsPerMinute: s.RateLimit.RequestsPerMinute,
+		Timeout:           s.Timeout,
+		RetryAttempts:     s.RetryAttempts,
+		Logger:            log.With("component", "ehrhttp", "ehr", s.Name),
+		Metrics:           sm,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
+	}
+	types := make([]string, len(s.SearchTypes))
+	for i, t := range s.SearchTypes {
+		types[i] = string(t)
+	}
+	out := &ehrSystem{cfg: s, search: ehr.System{Name: s.Name, SearchTypes: types, Sites: s.Sites}}
+	switch s.Adapter {
+	case ehrconfig.AdapterFHIR:
+		out.search.Patients = fhir.New(client, s.SearchEndpoint)
+		out.scheduler = fhir.NewScheduler(client, fhir.WithLogger(log.With("component", "fhir", "ehr", s.Name)))
+	case ehrconfig.AdapterWSBot:
+		bot, err := wsbot.New(wsbot.Config{
+			Name: s.Name, URL: s.BaseURL, SearchAction: s.SearchEndpoint, CallTimeout: s.Timeout,
+			Header: client.AuthHeader, Logger: log.With("component", "wsbot", "ehr", s.Name),
+			Metrics: sm,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
 		}
-		integration := s.Name == cfg.Integration.EHR
-		var (
-			patients  ehr.PatientSearcher
-			scheduler ehr.Scheduler
-		)
-		switch s.Adapter {
-		case ehrconfig.AdapterFHIR:
-			patients = fhir.New(client, s.SearchEndpoint)
-			if integration {
-				scheduler = fhir.NewScheduler(client, fhir.WithLogger(log.With("component", "fhir", "ehr", s.Name)))
-			}
-		case ehrconfig.AdapterWSBot:
-			bot, err := wsbot.New(wsbot.Config{
-				Name: s.Name, URL: s.BaseURL, SearchAction: s.SearchEndpoint, CallTimeout: s.Timeout,
-				Header: client.AuthHeader, Logger: log.With("component", "wsbot", "ehr", s.Name),
-				Metrics: sm,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
-			}
-			out.closers = append(out.closers, bot)
-			patients, scheduler = bot, bot
-		default:
-			return nil, fmt.Errorf("EHR_CONFIG: system %s: unknown adapter %q", s.Name, s.Adapter)
-		}
-		types := make([]string, len(s.SearchTypes))
-		for i, t := range s.SearchTypes {
-			types[i] = string(t)
-		}
-		out.systems = append(out.systems, ehr.System{Name: s.Name, SearchTypes: types, Sites: s.Sites, Patients: patients})
-		if integration {
-			out.scheduler = scheduler
-		}
+		out.search.Patients, out.scheduler, out.link = bot, bot, bot
+	default:
+		return nil, fmt.Errorf("EHR_CONFIG: system %s: unknown adapter %q", s.Name, s.Adapter)
 	}
 	return out, nil
 }

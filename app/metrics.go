@@ -84,6 +84,16 @@ func (m *ehrMetrics) system(name string, bot bool) *systemMetrics {
 	return s
 }
 
+// forget removes the series of the EHR system name, which a reload of the
+// EHR systems file removed.
+func (m *ehrMetrics) forget(name string) {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.requests, m.duration, m.retries, m.limitWaits, m.breaker, m.linkUp, m.reconnects,
+	} {
+		v.DeletePartialMatch(prometheus.Labels{"ehr": name})
+	}
+}
+
 // systemMetrics are one EHR system's series: ehrhttp.Metrics and
 // wsbot.Metrics. Its map is only read after system built it.
 type systemMetrics struct {

@@ -91,6 +91,7 @@ func (w *world) s3Client() *awss3.Client {
 type server struct {
 	*world
 	base string
+	app  *app.App
 	stop func() // shuts the app down as SIGTERM does (Run, then Close); idempotent
 }
 
@@ -147,7 +148,7 @@ func (w *world) run(ctx context.Context, cancel context.CancelFunc, a *app.App) 
 		a.Close()
 	})
 	w.t.Cleanup(stop)
-	return &server{world: w, base: "http://" + a.Addr(), stop: stop}
+	return &server{world: w, base: "http://" + a.Addr(), app: a, stop: stop}
 }
 
 // staffScopes are the scopes of a member of staff (a dev token's).

@@ -20,6 +20,18 @@ import (
 // from the environment (env:).
 func ehrFile(t *testing.T, timeoutMS int, ehrs ...*fakeEHR) (*ehrconfig.Config, func(string) string) {
 	t.Helper()
+	yaml, env := ehrYAML(timeoutMS, ehrs...)
+	getenv := func(k string) string { return env[k] }
+	cfg, err := ehrconfig.Parse([]byte(yaml), nil, getenv)
+	if err != nil {
+		t.Fatalf("EHR file: %v\n%s", err, yaml)
+	}
+	return cfg, getenv
+}
+
+// ehrYAML is the text of ehrFile and the environment variables of its
+// API keys.
+func ehrYAML(timeoutMS int, ehrs ...*fakeEHR) (string, map[string]string) {
 	var b strings.Builder
 	b.WriteString("ehr_systems:\n")
 	env := map[string]string{}
@@ -29,12 +41,7 @@ func ehrFile(t *testing.T, timeoutMS int, ehrs ...*fakeEHR) (*ehrconfig.Config, 
 		fmt.Fprintf(&b, "    rate_limit: { requests_per_minute: 6000 }\n    timeout: %d\n    retry_attempts: 1\n", timeoutMS)
 		env["KEY_"+strings.ToUpper(e.name)] = "key-" + e.name
 	}
-	getenv := func(k string) string { return env[k] }
-	cfg, err := ehrconfig.Parse([]byte(b.String()), nil, getenv)
-	if err != nil {
-		t.Fatalf("EHR file: %v\n%s", err, b.String())
-	}
-	return cfg, getenv
+	return b.String(), env
 }
 
 type searchAnswer struct {

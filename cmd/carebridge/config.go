@@ -152,21 +152,7 @@ const (
 // loadSearchConfig reads the EHR systems file and the search gateway's
 // settings.
 func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string, args ...any)) {
-	var credKey []byte
-	if v := getenv.or("EHR_CREDENTIALS_KEY", ""); v != "" {
-		key, err := keyring.ParseKey(v)
-		if err != nil {
-			bad("EHR_CREDENTIALS_KEY", "%v", err)
-		}
-		credKey = key
-	}
-	if path := getenv.or("EHR_CONFIG", ""); path != "" {
-		c, err := ehrconfig.Load(path, credKey, getenv)
-		if err != nil {
-			bad("EHR_CONFIG", "%v", err) // oneLine folds its lines
-		}
-		cfg.EHR = c
-	}
+	cfg.EHR = loadEHRConfig(getenv, bad)
 	cfg.EventsNATSURL = getenv.or("EVENTS_NATS_URL", "")
 	for _, u := range strings.Split(cfg.EventsNATSURL, ",") {
 		if cfg.EventsNATSURL != "" && !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
@@ -194,6 +180,29 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 		}
 		cfg.SearchRateLimit = n
 	}
+}
+
+// loadEHRConfig reads the EHR systems file EHR_CONFIG (nil when unset),
+// its enc: secrets opened with EHR_CREDENTIALS_KEY; start-up and SIGHUP
+// both read it so.
+func loadEHRConfig(getenv env, bad func(name, format string, args ...any)) *ehrconfig.Config {
+	var credKey []byte
+	if v := getenv.or("EHR_CREDENTIALS_KEY", ""); v != "" {
+		key, err := keyring.ParseKey(v)
+		if err != nil {
+			bad("EHR_CREDENTIALS_KEY", "%v", err)
+		}
+		credKey = key
+	}
+	path := getenv.or("EHR_CONFIG", "")
+	if path == "" {
+		return nil
+	}
+	c, err := ehrconfig.Load(path, credKey, getenv)
+	if err != nil {
+		bad("EHR_CONFIG", "%v", err) // oneLine folds its lines
+	}
+	return c
 }
 
 // The ids of the legacy keys: earlier versions keyed webhook secrets and

@@ -91,12 +91,57 @@ func serve(ctx context.Context, getenv env) error {
 	out := newLogWriter(os.Stderr, 200*time.Millisecond)
 	defer out.Close()
 	log := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))
+	hangup := make(chan os.Signal, 1)
+	signal.Notify(hangup, syscall.SIGHUP) // before New: a SIGHUP during start-up must not kill
+	defer signal.Stop(hangup)
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hangup:
+				reloadEHR(getenv, a, log)
+			}
+		}
+	}()
 	return a.Run(ctx)
+}
+
+// ehrReloader puts an EHR systems file in force (*app.App).
+type ehrReloader interface {
+	ReloadEHR(cfg *ehrconfig.Config) error
+}
+
+// reloadEHR re-reads EHR_CONFIG as start-up does (SIGHUP) and hands it to
+// a: one INFO line names the systems now in force; a file that does not
+// validate is refused with an ERROR line and the systems in force stay.
+func reloadEHR(getenv env, a ehrReloader, log *slog.Logger) {
+	if getenv.or("EHR_CONFIG", "") == "" {
+		log.Warn("SIGHUP: EHR_CONFIG is not set, no EHR systems file to reload")
+		return
+	}
+	var errs []error
+	cfg := loadEHRConfig(getenv, func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	})
+	err := errors.Join(errs...)
+	if err == nil {
+		err = a.ReloadEHR(cfg)
+	}
+	if err != nil {
+		log.Error("EHR systems file refused; the systems in force stay", "err", oneLine(err))
+		return
+	}
+	names := make([]string, len(cfg.Systems))
+	for i, s := range cfg.Systems {
+		names[i] = s.Name
+	}
+	log.Info("EHR systems file reloaded", "systems", names, "integration", cfg.Integration.EHR)
 }
 
 func devToken(args []string, getenv env, stdout io.Writer) error {

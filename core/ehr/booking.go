@@ -30,7 +30,7 @@ const (
 // Integration holds the appointment and agent use cases over the EHR that
 // integration.ehr names.
 type Integration struct {
-	ehr         Scheduler // nil: none configured
+	systems     Systems
 	holds       Holds
 	idem        IdempotencyStore
 	bookings    BookingLog
@@ -58,13 +58,13 @@ type IntegrationConfig struct {
 	SettleAfter time.Duration
 }
 
-// NewIntegration returns the use cases; scheduler may be nil when the EHR
-// systems file names no integration EHR (every call is then
-// ErrNoIntegration). Bookings hold their agent's time in holds while the EHR
+// NewIntegration returns the use cases over the integration EHR of systems,
+// asked once a call; it may be none when the EHR systems file names no
+// integration EHR (every call is then ErrNoIntegration). Bookings hold their agent's time in holds while the EHR
 // answers and are recorded in bookings (or with their Idempotency-Key's
 // outcome in idem); counter counts patient-context calls for the rate limit.
-func NewIntegration(scheduler Scheduler, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, cfg IntegrationConfig) *Integration {
-	return &Integration{ehr: scheduler, holds: holds, idem: idem, bookings: bookings, counter: counter,
+func NewIntegration(systems Systems, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, cfg IntegrationConfig) *Integration {
+	return &Integration{systems: systems, holds: holds, idem: idem, bookings: bookings, counter: counter,
 		fpKeys: cfg.FingerprintKeys, rateLimit: cfg.RateLimit, settleAfter: cmp.Or(cfg.SettleAfter, unknownSettle), now: time.Now}
 }
 
@@ -163,10 +163,11 @@ type Booked struct {
 }
 
 func (s *Integration) scheduler() (Scheduler, error) {
-	if s.ehr == nil {
+	sch := s.systems.Scheduler()
+	if sch == nil {
 		return nil, ErrNoIntegration
 	}
-	return s.ehr, nil
+	return sch, nil
 }
 
 // fieldErrors collects field-level validation messages.

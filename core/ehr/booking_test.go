@@ -336,7 +336,7 @@ func integrationWith(c Scheduler, cfg IntegrationConfig) *Integration {
 	log := memBookings()
 	holds := newMemHolds(log, func() time.Time { return nowTest })
 	log.holds = holds
-	s := NewIntegration(c, holds, memIdempotency(log), log, memCounter(), cfg)
+	s := NewIntegration(FixedSystems{Integration: c}, holds, memIdempotency(log), log, memCounter(), cfg)
 	s.now = func() time.Time { return nowTest }
 	return s
 }
@@ -927,7 +927,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 		t.Fatalf("booking recorded with the outcome: %+v", stored.Booking)
 	}
 	// The fingerprint is keyed: another key gives another one.
-	other := NewIntegration(c, s.holds, idem, s.bookings, s.counter, IntegrationConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
+	other := NewIntegration(FixedSystems{Integration: c}, s.holds, idem, s.bookings, s.counter, IntegrationConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
 	if other.fingerprints("u", r)[0] == fp || s.fingerprints("u", r)[0] != fp || s.fingerprints("v", r)[0] == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}

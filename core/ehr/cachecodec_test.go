@@ -53,7 +53,7 @@ func TestCacheCodec_UnreadableEntryIsAnError(t *testing.T) {
 }
 
 func TestCacheKey_IsVersioned(t *testing.T) {
-	if k := cacheKey("subject", validated{}); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v2:" {
+	if k := cacheKey("subject", validated{}, nil); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v2:" {
 		t.Errorf("cache key %q; want the prefix search:v2:", k)
 	}
 }

@@ -46,3 +46,27 @@ type Cache interface {
 	// until the counter expires.
 	Incr(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error)
 }
+
+// Systems gives the EHR systems in force (a driven port; app implements it
+// over the EHR systems file, which SIGHUP may reload). A use case asks once
+// and keeps the answer to its end, so a request in flight finishes on the
+// systems it started with whatever reload happens meanwhile.
+type Systems interface {
+	// Search returns the systems the search gateway asks, in the order of
+	// the EHR systems file.
+	Search() []System
+	// Scheduler returns the integration EHR; nil when none is configured.
+	Scheduler() Scheduler
+}
+
+// FixedSystems are Systems that never change.
+type FixedSystems struct {
+	Searched    []System
+	Integration Scheduler // nil: none configured
+}
+
+// Search returns f.Searched.
+func (f FixedSystems) Search() []System { return f.Searched }
+
+// Scheduler returns f.Integration.
+func (f FixedSystems) Scheduler() Scheduler { return f.Integration }

@@ -29,7 +29,7 @@ func TestRecent_ExpiresAndStaysBounded(t *testing.T) {
 
 func TestSearch_CacheHitInProcessSkipsTheCachePort(t *testing.T) {
 	cache := memCache()
-	s := NewService([]System{sys("a", ehrWith([]Patient{pat("1", "A", "B", "2000-01-01")}, nil))}, cache, Config{CacheTTL: time.Minute})
+	s := NewService(FixedSystems{Searched: []System{sys("a", ehrWith([]Patient{pat("1", "A", "B", "2000-01-01")}, nil))}}, cache, Config{CacheTTL: time.Minute})
 	for range 3 {
 		if r, err := s.Search(caller("u"), SearchRequest{Query: "x"}); err != nil || r.TotalCount != 1 {
 			t.Fatalf("%+v %v", r, err)
@@ -39,7 +39,7 @@ func TestSearch_CacheHitInProcessSkipsTheCachePort(t *testing.T) {
 		t.Fatalf("cache port read %d times; the hits after the first store come from the process", n)
 	}
 	// An answer decoded from the shared cache is trusted in process only briefly.
-	other := NewService([]System{sys("a", ehrWith(nil, nil))}, cache, Config{CacheTTL: time.Minute})
+	other := NewService(FixedSystems{Searched: []System{sys("a", ehrWith(nil, nil))}}, cache, Config{CacheTTL: time.Minute})
 	clock := time.Now()
 	other.now = func() time.Time { return clock }
 	other.Search(caller("u"), SearchRequest{Query: "x"})

@@ -26,7 +26,8 @@ const reconcileRetry = time.Minute
 // released. Every instance may run it: each hold is leased to one.
 func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) {
 	var done Reconciled
-	if s.ehr == nil {
+	sch := s.systems.Scheduler()
+	if sch == nil {
 		return done, nil
 	}
 	holds, err := s.holds.Due(ctx, n, holdLease)
@@ -35,7 +36,7 @@ func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) 
 	}
 	var errs []error
 	for _, h := range holds {
-		recorded, err := s.reconcile(ctx, h)
+		recorded, err := s.reconcile(ctx, sch, h)
 		switch {
 		case err != nil:
 			done.Failed++
@@ -51,13 +52,13 @@ func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) 
 }
 
 // reconcile settles one hold; recorded tells a booking found in the EHR.
-func (s *Integration) reconcile(ctx context.Context, h Hold) (recorded bool, err error) {
+func (s *Integration) reconcile(ctx context.Context, sch Scheduler, h Hold) (recorded bool, err error) {
 	if h.Kind != HoldBook {
 		return false, s.holds.Release(ctx, h.ID)
 	}
 	call, cancel := context.WithTimeout(ctx, callBudget)
 	defer cancel()
-	a, found, err := s.ehr.FindAppointment(call, Appointment{Ref: h.ID, AgentID: h.AgentID, Start: h.Start, End: h.End})
+	a, found, err := sch.FindAppointment(call, Appointment{Ref: h.ID, AgentID: h.AgentID, Start: h.Start, End: h.End})
 	if err != nil {
 		return false, fmt.Errorf("find booking %s: %w", h.ID, err)
 	}

@@ -86,7 +86,7 @@ const (
 
 // Service is the search gateway.
 type Service struct {
-	systems []System
+	systems Systems
 	cache   Cache
 	recent  *recent
 	cfg     Config
@@ -96,9 +96,10 @@ type Service struct {
 // recentEntries bounds the decoded answers kept in process.
 const recentEntries = 256
 
-// NewService returns the gateway over systems (in the order of the EHR
-// systems file, which is also the order of merged sources).
-func NewService(systems []System, cache Cache, cfg Config) *Service {
+// NewService returns the gateway over the systems in force (in the order of
+// the EHR systems file, which is also the order of merged sources); each
+// search asks systems once.
+func NewService(systems Systems, cache Cache, cfg Config) *Service {
 	if cfg.MaxPerSystem <= 0 {
 		cfg.MaxPerSystem = defaultMaxPerSystem
 	}
@@ -133,7 +134,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	}
 	res := &SearchResult{RequestID: core.NewUUID(), Page: v.page, Limit: v.limit, Sources: []string{}}
 
-	key := cacheKey(actor.Subject, v)
+	key := cacheKey(actor.Subject, v, systems)
 	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
 	var merged cached
 	if caching {
@@ -213,7 +214,7 @@ func (s *Service) limit(ctx context.Context, actor core.Actor) error {
 func (s *Service) route(v validated) ([]System, error) {
 	var out []System
 	serving := 0
-	for _, sys := range s.systems {
+	for _, sys := range s.systems.Search() {
 		if !slices.Contains(sys.SearchTypes, v.searchType) {
 			continue
 		}
@@ -279,12 +280,18 @@ func sourceError(name string, err error) SourceError {
 	return SourceError{Source: name, Code: "ehr_error", Message: name + " failed"}
 }
 
-// cacheKey scopes a cache entry to the caller and the normalised request;
-// the page is not part of it, as every page is cut from the same list.
-func cacheKey(subject string, v validated) string {
+// cacheKey scopes a cache entry to the caller, the normalised request and
+// the systems asked (so that an answer of other systems, before a reload of
+// the EHR systems file, is not served); the page is not part of it, as every
+// page is cut from the same list.
+func cacheKey(subject string, v validated, systems []System) string {
 	q := v.query
+	names := make([]string, len(systems))
+	for i, sys := range systems {
+		names[i] = sys.Name
+	}
 	norm := strings.Join([]string{
-		v.searchType, v.location,
+		v.searchType, v.location, strings.Join(names, "\x01"),
 		strings.ToLower(strings.Join(strings.Fields(q.Text), " ")),
 		strings.ToLower(q.Family), strings.ToLower(q.Given), q.BirthDate, q.Gender,
 		q.Identifier, q.Phone, dateKey(q.UpdatedFrom), dateKey(q.UpdatedTo),

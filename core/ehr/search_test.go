@@ -109,7 +109,7 @@ func TestMerge_SortsByFamilyGivenBirthDateThenID(t *testing.T) {
 }
 
 func service(systems ...System) *Service {
-	return NewService(systems, memCache(), Config{CacheTTL: time.Minute, RateLimit: 100})
+	return NewService(FixedSystems{Searched: systems}, memCache(), Config{CacheTTL: time.Minute, RateLimit: 100})
 }
 
 func sys(name string, p PatientSearcher, sites ...string) System {
@@ -220,7 +220,7 @@ func TestSearch_RoutesBySearchTypeAndSite(t *testing.T) {
 
 func TestSearch_RateLimitsEachCaller(t *testing.T) {
 	e := ehrWith(nil, nil)
-	s := NewService([]System{sys("a", e)}, memCache(), Config{RateLimit: 2})
+	s := NewService(FixedSystems{Searched: []System{sys("a", e)}}, memCache(), Config{RateLimit: 2})
 	for i := range 2 {
 		if _, err := s.Search(caller("u"), SearchRequest{Query: fmt.Sprint("q", i)}); err != nil {
 			t.Fatal(err)

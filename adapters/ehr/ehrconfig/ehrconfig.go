@@ -32,6 +32,11 @@
 //
 // At least one system is required: a file without systems is taken for a
 // mistake (leave EHR_CONFIG unset to run without EHRs).
+//
+// Practices: a system's businesses (UUIDs) are the businesses it serves;
+// without them it serves every business. integration.by_business gives some
+// businesses another integration EHR, which must exist and serve that
+// business. See Serves, IntegrationFor and MultiPractice.
 package ehrconfig
 
 import (
@@ -40,6 +45,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"net/url"
 	"os"
@@ -47,6 +53,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -106,6 +113,9 @@ type Config struct {
 // Integration names the system behind /appointment and /agents.
 type Integration struct {
 	EHR string // a System.Name, or "" when none is configured
+	// ByBusiness names another system for some businesses (keys are
+	// lower-case UUIDs); nil when the file has none.
+	ByBusiness map[string]string
 }
 
 // System is one EHR system.
@@ -116,10 +126,13 @@ type System struct {
 	SearchEndpoint string // a path for fhir, an action name for wsbot
 	SearchTypes    []SearchType
 	Sites          []string // filters.location values served; a location filter skips a system without them
-	Auth           Auth
-	RateLimit      RateLimit
-	Timeout        time.Duration // per request
-	RetryAttempts  int
+	// Businesses are the businesses served (lower-case UUIDs); empty: every
+	// business.
+	Businesses    []string
+	Auth          Auth
+	RateLimit     RateLimit
+	Timeout       time.Duration // per request
+	RetryAttempts int
 }
 
 // Auth holds a system's credentials, secrets already decrypted. Printing or
@@ -162,6 +175,42 @@ func (c *Config) System(name string) (System, bool) {
 	return System{}, false
 }
 
+// Serves reports whether the system called name exists and serves the
+// business businessID (a UUID, any case).
+func (c *Config) Serves(name, businessID string) bool {
+	s, ok := c.System(name)
+	return ok && s.serves(strings.ToLower(businessID))
+}
+
+func (s System) serves(businessID string) bool {
+	return len(s.Businesses) == 0 || slices.Contains(s.Businesses, businessID)
+}
+
+// IntegrationFor returns the integration EHR of the business businessID:
+// integration.by_business[businessID] when set, else integration.ehr when
+// that system serves the business; ok is false when it has none.
+func (c *Config) IntegrationFor(businessID string) (name string, ok bool) {
+	id := strings.ToLower(businessID)
+	if name, ok := c.Integration.ByBusiness[id]; ok {
+		return name, true
+	}
+	if c.Integration.EHR != "" && c.Serves(c.Integration.EHR, id) {
+		return c.Integration.EHR, true
+	}
+	return "", false
+}
+
+// MultiPractice reports whether some system is bound to businesses: the
+// deployment then serves several practices, each from its own systems.
+func (c *Config) MultiPractice() bool {
+	for _, s := range c.Systems {
+		if len(s.Businesses) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // LogValue describes the credentials without their secrets.
 func (a Auth) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("type", string(a.Type))}
@@ -189,6 +238,7 @@ func (s System) LogValue() slog.Value {
 		slog.String("base_url", s.BaseURL),
 		slog.String("search_endpoint", s.SearchEndpoint),
 		slog.Any("sites", s.Sites),
+		slog.Any("businesses", s.Businesses),
 		slog.Any("authentication", s.Auth),
 		slog.Int("requests_per_minute", s.RateLimit.RequestsPerMinute),
 		slog.Int64("timeout_ms", s.Timeout.Milliseconds()),
@@ -203,7 +253,8 @@ type (
 		Integration *rawIntegration `yaml:"integration"`
 	}
 	rawIntegration struct {
-		EHR string `yaml:"ehr"`
+		EHR        string            `yaml:"ehr"`
+		ByBusiness map[string]string `yaml:"by_business"`
 	}
 	rawSystem struct {
 		Name           string        `yaml:"name"`
@@ -212,6 +263,7 @@ type (
 		SearchEndpoint string        `yaml:"search_endpoint"`
 		SearchTypes    []string      `yaml:"search_types"`
 		Sites          []string      `yaml:"sites"`
+		Businesses     *[]string     `yaml:"businesses"`
 		Authentication *rawAuth      `yaml:"authentication"`
 		RateLimit      *rawRateLimit `yaml:"rate_limit"`
 		Timeout        *int          `yaml:"timeout"`
@@ -302,6 +354,9 @@ func Parse(data []byte, credentialsKey []byte, getenv func(string) string) (*Con
 			v.add("integration.ehr", "names no system in ehr_systems")
 		}
 		cfg.Integration.EHR = raw.Integration.EHR
+	}
+	if raw.Integration != nil {
+		cfg.Integration.ByBusiness = v.byBusiness(raw.Integration.ByBusiness, cfg)
 	}
 	if err := errors.Join(v.errs...); err != nil {
 		return nil, err
@@ -427,8 +482,100 @@ func (v *validator) system(i int, rs rawSystem) System {
 		}
 	}
 
+	if rs.Businesses != nil {
+		if len(*rs.Businesses) == 0 {
+			v.add(at+": businesses", "must name at least one business (omit it to serve every business)")
+		}
+		for j, b := range *rs.Businesses {
+			id, ok := businessID(b)
+			switch {
+			case !ok:
+				v.add(fmt.Sprintf("%s: businesses[%d]", at, j), "%s", notUUID(b))
+			case slices.Contains(s.Businesses, id):
+				v.add(fmt.Sprintf("%s: businesses[%d]", at, j), "duplicate")
+			default:
+				s.Businesses = append(s.Businesses, id)
+			}
+		}
+	}
+
 	s.Auth = v.auth(at+": authentication", rs.Authentication)
 	return s
+}
+
+// byBusiness checks integration.by_business: each key a business UUID,
+// each value a system of cfg that serves that business. Its keys come back
+// in lower case.
+func (v *validator) byBusiness(raw map[string]string, cfg *Config) map[string]string {
+	if len(raw) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(raw)) // errors in a stable order
+	out := make(map[string]string, len(raw))
+	for _, k := range keys {
+		name := raw[k]
+		id, ok := businessID(k)
+		if !ok {
+			v.add("integration.by_business", "%s", notUUID(k))
+			continue
+		}
+		at := "integration.by_business[" + id + "]"
+		if _, dup := out[id]; dup {
+			v.add(at, "duplicate (the same business in another case)")
+			continue
+		}
+		s, found := cfg.System(name)
+		switch {
+		case name == "":
+			v.add(at, "must name a system")
+		case !found:
+			v.add(at, "names no system in ehr_systems (%q)", safeName(name))
+		case !s.serves(id):
+			v.add(at, "system %s does not serve this business (add it to its businesses)", name)
+		}
+		out[id] = name
+	}
+	return out
+}
+
+// businessID returns s, a UUID in its 8-4-4-4-12 hexadecimal form, in lower
+// case; ok is false when s is not one.
+func businessID(s string) (id string, ok bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	for i, c := range []byte(s) {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return "", false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return "", false
+		}
+	}
+	return strings.ToLower(s), true
+}
+
+// notUUID says that s is not a business UUID, quoting it when it is short
+// and printable (never a secret: a businesses entry or by_business key).
+func notUUID(s string) string {
+	return fmt.Sprintf("%q is not a business UUID", safeName(s))
+}
+
+// safeName is s cut to 64 bytes with control characters replaced, to quote
+// a written value in an error.
+func safeName(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func (v *validator) auth(at string, ra *rawAuth) Auth {

@@ -667,6 +667,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("ehr_systems:\n  - {name: b, adapter: wsbot, base_url: 'wss://e.example/', timeout: 9, retry_attempts: 2, rate_limit: {requests_per_minute: 3}}\n"))
 	f.Add([]byte("ehr_systems:\n  - {name: a, adapter: fhir, base_url: 'https://e.example/', authentication: {type: basic, username: u, password: env:X}}\n"))
 	f.Add([]byte("ehr_systems: [{name: a}, {name: a}]\n---\n"))
+	f.Add([]byte("ehr_systems:\n  - {name: a, adapter: fhir, base_url: 'https://e.example/', businesses: [6f1c2a3e-0000-4000-8000-00000000000a]}\nintegration: {ehr: a, by_business: {6F1C2A3E-0000-4000-8000-00000000000A: a}}\n"))
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -686,6 +687,11 @@ func FuzzParse(f *testing.F) {
 		for _, s := range cfg.Systems {
 			if !validName(s.Name) || s.Timeout <= 0 || len(s.SearchTypes) == 0 || s.Auth.Type == "" {
 				t.Fatalf("invalid system accepted: %+v", s)
+			}
+		}
+		for b, name := range cfg.Integration.ByBusiness {
+			if !cfg.Serves(name, b) {
+				t.Fatalf("by_business %s names %s, which does not serve it", b, name)
 			}
 		}
 	})
