@@ -157,7 +157,7 @@ func (s *Service) AddMember(ctx context.Context, businessID, subject string, rol
 			return err
 		}
 		if !mayChangeMember(by, opAddMember, role) {
-			return core.ErrInsufficientRole.WithMessage("A %s may not add a member with role %s", by, role)
+			return core.ErrInsufficientRole.WithMessage("Your role (%s) may not add a member with role %s", by, role)
 		}
 		if _, ok := find(ms, m.Subject); ok {
 			return ErrMemberExists
@@ -213,13 +213,13 @@ func (s *Service) RemoveMember(ctx context.Context, businessID, subject string) 
 		}
 		target, ok := find(ms, subject)
 		if !ok && !by.Manages() {
-			return core.ErrInsufficientRole.WithMessage("A %s may not remove members", by)
+			return core.ErrInsufficientRole.WithMessage("Your role (%s) may not remove members", by)
 		}
 		if !ok {
 			return ErrMemberNotFound
 		}
 		if !mayChangeMember(by, opRemoveMember, target.Role) {
-			return core.ErrInsufficientRole.WithMessage("A %s may not remove a member with role %s", by, target.Role)
+			return core.ErrInsufficientRole.WithMessage("Your role (%s) may not remove a member with role %s", by, target.Role)
 		}
 		if leavesNoOwner(ms, subject, "") {
 			return ErrLastOwner

@@ -66,7 +66,7 @@ func (s *Service) managed(ctx context.Context, id string) (Business, error) {
 		return Business{}, err
 	}
 	if !role.Manages() {
-		return Business{}, core.ErrInsufficientRole.WithMessage("A %s may read this business but not change it", role)
+		return Business{}, core.ErrInsufficientRole.WithMessage("Your role (%s) may read this business but not change it", role)
 	}
 	return b, nil
 }
@@ -102,7 +102,7 @@ func (s *Service) managedLocation(ctx context.Context, id int64) (Location, erro
 		return Location{}, err
 	}
 	if !role.Manages() {
-		return Location{}, core.ErrInsufficientRole.WithMessage("A %s may read this location but not change it", role)
+		return Location{}, core.ErrInsufficientRole.WithMessage("Your role (%s) may read this location but not change it", role)
 	}
 	return l, nil
 }

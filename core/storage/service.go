@@ -258,7 +258,7 @@ func allowed(uploader bool, role core.Role, a access) error {
 	case role == "":
 		return ErrBlobNotFound
 	case a == remove && !role.Manages():
-		return core.ErrInsufficientRole.WithMessage("A %s may delete only the files it uploaded", role)
+		return core.ErrInsufficientRole.WithMessage("Your role (%s) may delete only the files you uploaded", role)
 	default:
 		return nil
 	}
