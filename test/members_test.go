@@ -221,11 +221,19 @@ func TestMembers_BlobsFollowTheRolesOfTheLocationsBusiness(t *testing.T) {
 	}
 }
 
-func TestMembers_AdminCLIAddsAMember(t *testing.T) {
+func TestMembers_AdminCLICreatesTheFirstOwnerAndAddsMembers(t *testing.T) {
 	w := newWorld(t)
 	s := w.start(nil)
-	id := w.createBusiness("owner")
-	out, code := carebridge(t, w.dbURL, "admin", "add-member", "--business", id, "--sub", "cli-admin", "--role", "admin")
+	out, code := carebridge(t, w.dbURL, "admin", "create-business", "--name", "CLI Clinic", "--email", "cli@example.com", "--owner", "owner")
+	var created struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &created); code != 0 || err != nil || created.ID == "" {
+		t.Fatalf("create-business: exit %d %q", code, out)
+	}
+	id := created.ID
+	if got := s.members(t, id, w.token("owner")); len(got) != 1 || got["owner"] != "owner" {
+		t.Fatalf("create-business --owner did not make its first owner: %v", got)
+	}
+	out, code = carebridge(t, w.dbURL, "admin", "add-member", "--business", id, "--sub", "cli-admin", "--role", "admin")
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); code != 0 || err != nil || m["businessId"] != id || m["subject"] != "cli-admin" || m["role"] != "admin" || m["createdAt"] == nil {
 		t.Fatalf("add-member: exit %d %q", code, out)
