@@ -270,13 +270,13 @@ func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
 // NewBusiness wires the business core to its PostgreSQL repositories and,
 // for logos, to the storage core.
 func NewBusiness(db *postgres.Store, blobs *storage.Service) *business.Service {
-	return business.NewService(db.Businesses(), db.Locations(), db.Providers(), db.Hours(), logos{storage: blobs})
+	return business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), logos{storage: blobs})
 }
 
 // NewBusinessWithoutLogos is the business core of the admin CLI, which has
 // no object store: a logo is refused with ErrNoLogoStore.
 func NewBusinessWithoutLogos(db *postgres.Store) *business.Service {
-	return business.NewService(db.Businesses(), db.Locations(), db.Providers(), db.Hours(), noLogos{})
+	return business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), noLogos{})
 }
 
 // ReloadEHR puts the EHR systems of cfg (nil: none) in force, as SIGHUP

@@ -5,6 +5,7 @@ package ports
 import (
 	"context"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/storage"
@@ -32,6 +33,10 @@ type Business interface {
 	AddHours(ctx context.Context, locationID int64, in []business.HoursInput) ([]business.Hours, error)
 	UpdateHours(ctx context.Context, id int64, in business.HoursInput) (business.Hours, error)
 	DeleteHours(ctx context.Context, id int64) error
+	Members(ctx context.Context, businessID string) ([]business.Member, error)
+	AddMember(ctx context.Context, businessID, subject string, role core.Role) (business.Member, error)
+	ChangeMemberRole(ctx context.Context, businessID, subject string, role core.Role) (business.Member, error)
+	RemoveMember(ctx context.Context, businessID, subject string) error
 }
 
 var _ Business = (*business.Service)(nil)

@@ -39,6 +39,10 @@ func (s *Server) businessRoutes(r *mux.Router) {
 	b.HandleFunc("/operating-hours/update", s.updateHours).Methods(http.MethodPut)
 	b.HandleFunc("/operating-hours/delete", s.deleteHours).Methods(http.MethodDelete)
 	b.HandleFunc("/{id}", s.editBusiness).Methods(http.MethodPatch)
+	b.HandleFunc("/{id}/members", s.listMembers).Methods(http.MethodGet)
+	b.HandleFunc("/{id}/members", s.addMember).Methods(http.MethodPost)
+	b.HandleFunc("/{id}/members/{subject}", s.changeMember).Methods(http.MethodPatch)
+	b.HandleFunc("/{id}/members/{subject}", s.removeMember).Methods(http.MethodDelete)
 }
 
 // businessResponse is a business as clients see it; empty optional fields

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/storage"
@@ -253,8 +254,14 @@ var _ ports.Business = &BusinessMock{}
 //			AddHoursFunc: func(ctx context.Context, locationID int64, in []business.HoursInput) ([]business.Hours, error) {
 //				panic("mock out the AddHours method")
 //			},
+//			AddMemberFunc: func(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error) {
+//				panic("mock out the AddMember method")
+//			},
 //			BusinessFunc: func(ctx context.Context, id string) (business.Business, error) {
 //				panic("mock out the Business method")
+//			},
+//			ChangeMemberRoleFunc: func(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error) {
+//				panic("mock out the ChangeMemberRole method")
 //			},
 //			CreateLocationFunc: func(ctx context.Context, businessID string, in business.LocationInput, logo *business.Logo) (business.Location, error) {
 //				panic("mock out the CreateLocation method")
@@ -271,8 +278,14 @@ var _ ports.Business = &BusinessMock{}
 //			LocationsFunc: func(ctx context.Context, businessID string) ([]business.Location, error) {
 //				panic("mock out the Locations method")
 //			},
+//			MembersFunc: func(ctx context.Context, businessID string) ([]business.Member, error) {
+//				panic("mock out the Members method")
+//			},
 //			ProvidersFunc: func(ctx context.Context, locationID int64) ([]business.Provider, error) {
 //				panic("mock out the Providers method")
+//			},
+//			RemoveMemberFunc: func(ctx context.Context, businessID string, subject string) error {
+//				panic("mock out the RemoveMember method")
 //			},
 //			UpdateHoursFunc: func(ctx context.Context, id int64, in business.HoursInput) (business.Hours, error) {
 //				panic("mock out the UpdateHours method")
@@ -290,8 +303,14 @@ type BusinessMock struct {
 	// AddHoursFunc mocks the AddHours method.
 	AddHoursFunc func(ctx context.Context, locationID int64, in []business.HoursInput) ([]business.Hours, error)
 
+	// AddMemberFunc mocks the AddMember method.
+	AddMemberFunc func(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error)
+
 	// BusinessFunc mocks the Business method.
 	BusinessFunc func(ctx context.Context, id string) (business.Business, error)
+
+	// ChangeMemberRoleFunc mocks the ChangeMemberRole method.
+	ChangeMemberRoleFunc func(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error)
 
 	// CreateLocationFunc mocks the CreateLocation method.
 	CreateLocationFunc func(ctx context.Context, businessID string, in business.LocationInput, logo *business.Logo) (business.Location, error)
@@ -308,8 +327,14 @@ type BusinessMock struct {
 	// LocationsFunc mocks the Locations method.
 	LocationsFunc func(ctx context.Context, businessID string) ([]business.Location, error)
 
+	// MembersFunc mocks the Members method.
+	MembersFunc func(ctx context.Context, businessID string) ([]business.Member, error)
+
 	// ProvidersFunc mocks the Providers method.
 	ProvidersFunc func(ctx context.Context, locationID int64) ([]business.Provider, error)
+
+	// RemoveMemberFunc mocks the RemoveMember method.
+	RemoveMemberFunc func(ctx context.Context, businessID string, subject string) error
 
 	// UpdateHoursFunc mocks the UpdateHours method.
 	UpdateHoursFunc func(ctx context.Context, id int64, in business.HoursInput) (business.Hours, error)
@@ -328,12 +353,34 @@ type BusinessMock struct {
 			// In is the in argument value.
 			In []business.HoursInput
 		}
+		// AddMember holds details about calls to the AddMember method.
+		AddMember []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// Subject is the subject argument value.
+			Subject string
+			// Role is the role argument value.
+			Role core.Role
+		}
 		// Business holds details about calls to the Business method.
 		Business []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
 			// ID is the id argument value.
 			ID string
+		}
+		// ChangeMemberRole holds details about calls to the ChangeMemberRole method.
+		ChangeMemberRole []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// Subject is the subject argument value.
+			Subject string
+			// Role is the role argument value.
+			Role core.Role
 		}
 		// CreateLocation holds details about calls to the CreateLocation method.
 		CreateLocation []struct {
@@ -376,12 +423,28 @@ type BusinessMock struct {
 			// BusinessID is the businessID argument value.
 			BusinessID string
 		}
+		// Members holds details about calls to the Members method.
+		Members []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+		}
 		// Providers holds details about calls to the Providers method.
 		Providers []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
 			// LocationID is the locationID argument value.
 			LocationID int64
+		}
+		// RemoveMember holds details about calls to the RemoveMember method.
+		RemoveMember []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// Subject is the subject argument value.
+			Subject string
 		}
 		// UpdateHours holds details about calls to the UpdateHours method.
 		UpdateHours []struct {
@@ -404,16 +467,20 @@ type BusinessMock struct {
 			Logo *business.Logo
 		}
 	}
-	lockAddHours       sync.RWMutex
-	lockBusiness       sync.RWMutex
-	lockCreateLocation sync.RWMutex
-	lockDeleteHours    sync.RWMutex
-	lockEditBusiness   sync.RWMutex
-	lockHours          sync.RWMutex
-	lockLocations      sync.RWMutex
-	lockProviders      sync.RWMutex
-	lockUpdateHours    sync.RWMutex
-	lockUpdateLocation sync.RWMutex
+	lockAddHours         sync.RWMutex
+	lockAddMember        sync.RWMutex
+	lockBusiness         sync.RWMutex
+	lockChangeMemberRole sync.RWMutex
+	lockCreateLocation   sync.RWMutex
+	lockDeleteHours      sync.RWMutex
+	lockEditBusiness     sync.RWMutex
+	lockHours            sync.RWMutex
+	lockLocations        sync.RWMutex
+	lockMembers          sync.RWMutex
+	lockProviders        sync.RWMutex
+	lockRemoveMember     sync.RWMutex
+	lockUpdateHours      sync.RWMutex
+	lockUpdateLocation   sync.RWMutex
 }
 
 // AddHours calls AddHoursFunc.
@@ -456,6 +523,50 @@ func (mock *BusinessMock) AddHoursCalls() []struct {
 	return calls
 }
 
+// AddMember calls AddMemberFunc.
+func (mock *BusinessMock) AddMember(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error) {
+	if mock.AddMemberFunc == nil {
+		panic("BusinessMock.AddMemberFunc: method is nil but Business.AddMember was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Role       core.Role
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		Subject:    subject,
+		Role:       role,
+	}
+	mock.lockAddMember.Lock()
+	mock.calls.AddMember = append(mock.calls.AddMember, callInfo)
+	mock.lockAddMember.Unlock()
+	return mock.AddMemberFunc(ctx, businessID, subject, role)
+}
+
+// AddMemberCalls gets all the calls that were made to AddMember.
+// Check the length with:
+//
+//	len(mockedBusiness.AddMemberCalls())
+func (mock *BusinessMock) AddMemberCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	Subject    string
+	Role       core.Role
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Role       core.Role
+	}
+	mock.lockAddMember.RLock()
+	calls = mock.calls.AddMember
+	mock.lockAddMember.RUnlock()
+	return calls
+}
+
 // Business calls BusinessFunc.
 func (mock *BusinessMock) Business(ctx context.Context, id string) (business.Business, error) {
 	if mock.BusinessFunc == nil {
@@ -489,6 +600,50 @@ func (mock *BusinessMock) BusinessCalls() []struct {
 	mock.lockBusiness.RLock()
 	calls = mock.calls.Business
 	mock.lockBusiness.RUnlock()
+	return calls
+}
+
+// ChangeMemberRole calls ChangeMemberRoleFunc.
+func (mock *BusinessMock) ChangeMemberRole(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error) {
+	if mock.ChangeMemberRoleFunc == nil {
+		panic("BusinessMock.ChangeMemberRoleFunc: method is nil but Business.ChangeMemberRole was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Role       core.Role
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		Subject:    subject,
+		Role:       role,
+	}
+	mock.lockChangeMemberRole.Lock()
+	mock.calls.ChangeMemberRole = append(mock.calls.ChangeMemberRole, callInfo)
+	mock.lockChangeMemberRole.Unlock()
+	return mock.ChangeMemberRoleFunc(ctx, businessID, subject, role)
+}
+
+// ChangeMemberRoleCalls gets all the calls that were made to ChangeMemberRole.
+// Check the length with:
+//
+//	len(mockedBusiness.ChangeMemberRoleCalls())
+func (mock *BusinessMock) ChangeMemberRoleCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	Subject    string
+	Role       core.Role
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Role       core.Role
+	}
+	mock.lockChangeMemberRole.RLock()
+	calls = mock.calls.ChangeMemberRole
+	mock.lockChangeMemberRole.RUnlock()
 	return calls
 }
 
@@ -684,6 +839,42 @@ func (mock *BusinessMock) LocationsCalls() []struct {
 	return calls
 }
 
+// Members calls MembersFunc.
+func (mock *BusinessMock) Members(ctx context.Context, businessID string) ([]business.Member, error) {
+	if mock.MembersFunc == nil {
+		panic("BusinessMock.MembersFunc: method is nil but Business.Members was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+	}
+	mock.lockMembers.Lock()
+	mock.calls.Members = append(mock.calls.Members, callInfo)
+	mock.lockMembers.Unlock()
+	return mock.MembersFunc(ctx, businessID)
+}
+
+// MembersCalls gets all the calls that were made to Members.
+// Check the length with:
+//
+//	len(mockedBusiness.MembersCalls())
+func (mock *BusinessMock) MembersCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+	}
+	mock.lockMembers.RLock()
+	calls = mock.calls.Members
+	mock.lockMembers.RUnlock()
+	return calls
+}
+
 // Providers calls ProvidersFunc.
 func (mock *BusinessMock) Providers(ctx context.Context, locationID int64) ([]business.Provider, error) {
 	if mock.ProvidersFunc == nil {
@@ -717,6 +908,46 @@ func (mock *BusinessMock) ProvidersCalls() []struct {
 	mock.lockProviders.RLock()
 	calls = mock.calls.Providers
 	mock.lockProviders.RUnlock()
+	return calls
+}
+
+// RemoveMember calls RemoveMemberFunc.
+func (mock *BusinessMock) RemoveMember(ctx context.Context, businessID string, subject string) error {
+	if mock.RemoveMemberFunc == nil {
+		panic("BusinessMock.RemoveMemberFunc: method is nil but Business.RemoveMember was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		Subject:    subject,
+	}
+	mock.lockRemoveMember.Lock()
+	mock.calls.RemoveMember = append(mock.calls.RemoveMember, callInfo)
+	mock.lockRemoveMember.Unlock()
+	return mock.RemoveMemberFunc(ctx, businessID, subject)
+}
+
+// RemoveMemberCalls gets all the calls that were made to RemoveMember.
+// Check the length with:
+//
+//	len(mockedBusiness.RemoveMemberCalls())
+func (mock *BusinessMock) RemoveMemberCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	Subject    string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+	}
+	mock.lockRemoveMember.RLock()
+	calls = mock.calls.RemoveMember
+	mock.lockRemoveMember.RUnlock()
 	return calls
 }
 

@@ -79,24 +79,6 @@ func TestIntegrationBlobRepo_ConstraintsRefuseBadRows(t *testing.T) {
 	}
 }
 
-func TestIntegrationLocationOwner(t *testing.T) {
-	ctx := context.Background()
-	db := pgtest.Store(t)
-	var loc int64
-	err := db.Pool().QueryRow(ctx, `
-		WITH b AS (INSERT INTO businesses (owner_subject, name, email) VALUES ('owner-1', 'Clinic', 'c@example.com') RETURNING id)
-		INSERT INTO business_locations (business_id, name) SELECT id, 'Main' FROM b RETURNING id`).Scan(&loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if owner, err := db.LocationOwner(ctx, loc); err != nil || owner != "owner-1" {
-		t.Fatalf("got %q, %v", owner, err)
-	}
-	if _, err := db.LocationOwner(ctx, loc+1000); !errors.Is(err, storage.ErrLocationNotFound) {
-		t.Fatalf("missing location: %v", err)
-	}
-}
-
 func TestIntegrationMigrate_IsIdempotent(t *testing.T) {
 	url := pgtest.New(t) // already migrated once
 	if err := postgresMigrate(url); err != nil {

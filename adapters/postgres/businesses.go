@@ -81,8 +81,9 @@ func scanBusiness(row pgx.Row) (business.Business, error) {
 	return b, nil
 }
 
-// Create stores b and sets its ID and times. Empty optional fields are
-// stored as NULL.
+// Create stores b and sets its ID and times; the row's trigger
+// (migration 0011) makes b.OwnerSubject its first owner member in the same
+// statement. Empty optional fields are stored as NULL.
 func (r *BusinessRepo) Create(ctx context.Context, b *business.Business) error {
 	err := r.db.QueryRow(ctx, `
 		INSERT INTO businesses (owner_subject, name, email, npi_license, tax_id, website,

@@ -23,14 +23,13 @@ type LocationRepo struct {
 // Locations returns the business-location repository.
 func (s *Store) Locations() *LocationRepo { return &LocationRepo{db: s.pool} }
 
-// locationSelect reads a location with its business's owner; callers add
-// the WHERE clause.
+// locationSelect reads a location; callers add the WHERE clause.
 const locationSelect = `
-	SELECT l.id, l.business_id::text, b.owner_subject, l.name, l.timezone, l.npi, l.tax_id,
+	SELECT l.id, l.business_id::text, l.name, l.timezone, l.npi, l.tax_id,
 		l.state_license, l.phone, l.fax, l.email, l.website, l.admin_name, l.admin_first_name,
 		l.admin_last_name, l.admin_phone, l.admin_email, l.address, l.city, l.state, l.zip_code,
 		l.country, l.suite, l.logo_blob_id, l.created_at, l.updated_at
-	FROM business_locations l JOIN businesses b ON b.id = l.business_id`
+	FROM business_locations l`
 
 // scanLocation reads one row of locationSelect; NULL text columns become ""
 // and a NULL logo_blob_id becomes 0.
@@ -42,7 +41,7 @@ func scanLocation(row pgx.Row) (business.Location, error) {
 		address, city, state, zip, country, suite              *string
 		logo                                                   *int64
 	)
-	err := row.Scan(&l.ID, &l.BusinessID, &l.OwnerSubject, &l.Name, &timezone, &npi, &taxID,
+	err := row.Scan(&l.ID, &l.BusinessID, &l.Name, &timezone, &npi, &taxID,
 		&license, &phone, &fax, &email, &site, &admin, &adminFirst,
 		&adminLast, &adminPhone, &adminEmail, &address, &city, &state, &zip,
 		&country, &suite, &logo, &l.CreatedAt, &l.UpdatedAt)
@@ -142,7 +141,7 @@ func (r *LocationRepo) Create(ctx context.Context, l *business.Location) error {
 	return nil
 }
 
-// Get returns location id with its business's owner; a missing one is
+// Get returns location id; a missing one is
 // business.ErrLocationNotFound.
 func (r *LocationRepo) Get(ctx context.Context, id int64) (business.Location, error) {
 	l, err := scanLocation(r.db.QueryRow(ctx, locationSelect+` WHERE l.id = $1`, id))
@@ -177,7 +176,7 @@ func (r *LocationRepo) ListByBusiness(ctx context.Context, businessID string) ([
 
 // Update locks location id, applies fn to it and stores the result, all in
 // one transaction; when fn fails nothing is stored and its error is
-// returned as is. ID, BusinessID, OwnerSubject and the times are
+// returned as is. ID, BusinessID and the times are
 // read-only. A changed LogoBlobID is tied to the location as in Create
 // (the old blob entry is left to the caller). It returns the row as
 // stored.

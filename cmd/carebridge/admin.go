@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/adapters/webhook"
@@ -18,6 +19,7 @@ import (
 
 const adminUsage = `usage:
   carebridge admin create-business --name N --email E --owner SUB
+  carebridge admin add-member --business ID --sub SUB --role owner|admin|staff
   carebridge admin create-provider --first F --last L --email E [--telehealth URL] --location ID
   carebridge admin add-webhook --url URL --events T1,T2|'*' [--business ID]
   carebridge admin list-webhooks
@@ -43,6 +45,17 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 		run = func(db *postgres.Store) (any, error) {
 			b, err := app.NewBusinessWithoutLogos(db).CreateBusiness(ctx, *name, *email, *owner)
 			return map[string]string{"id": b.ID}, err
+		}
+	case "add-member":
+		businessID := fs.String("business", "", "the business's id")
+		sub := fs.String("sub", "", "subject (token sub) of the new member")
+		role := fs.String("role", "", "owner, admin or staff")
+		run = func(db *postgres.Store) (any, error) {
+			m, err := app.NewBusinessWithoutLogos(db).CreateMember(ctx, *businessID, *sub, core.Role(*role))
+			if err != nil {
+				return nil, err
+			}
+			return memberJSON{BusinessID: m.BusinessID, Subject: m.Subject, Role: string(m.Role), CreatedAt: m.CreatedAt.UTC()}, nil
 		}
 	case "create-provider":
 		first := fs.String("first", "", "first name")
@@ -114,6 +127,14 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(out)
+}
+
+// memberJSON is a member as add-member prints it.
+type memberJSON struct {
+	BusinessID string    `json:"businessId"`
+	Subject    string    `json:"subject"`
+	Role       string    `json:"role"`
+	CreatedAt  time.Time `json:"createdAt"`
 }
 
 // webhookJSON is a subscription as list-webhooks prints it (never its

@@ -1,14 +1,16 @@
 // Package business is the business-management core: businesses, their
 // locations, the providers affiliated with a location, and weekly operating
-// hours, with the ownership rule that a caller reaches only the businesses
-// it owns. It imports only the standard library and core.
+// hours, with the membership rule: a caller reaches only the businesses it
+// is a member of, and its role (owner, admin, staff) says what it may change. It imports only the standard library and core.
 package business
 
 import "time"
 
-// Business is a practice; one subject owns it.
+// Business is a practice; its members (Member) decide who reaches it.
 type Business struct {
-	ID            string // UUID
+	ID string // UUID
+	// OwnerSubject is the subject named owner at creation, which made it
+	// the first owner member; it decides no access.
 	OwnerSubject  string
 	Name          string
 	Email         string
@@ -38,7 +40,6 @@ type BusinessEdit struct {
 type Location struct {
 	ID             int64
 	BusinessID     string
-	OwnerSubject   string // owner of the business; read-only, for the ownership rule
 	Name           string
 	Timezone       string
 	NPI            string

@@ -17,6 +17,8 @@ import (
 
 const (
 	ownerSub    = "owner-subject"
+	adminSub    = "admin-subject" // admin of ownBizID
+	staffSub    = "staff-subject" // staff of ownBizID
 	strangerSub = "stranger-subject"
 
 	ownBizID   = "0b7e4d2a-6f1c-4c1e-9a55-3f2d1c0e9b01"
@@ -37,12 +39,14 @@ type fixture struct {
 	t          *testing.T
 	svc        *Service
 	businesses *BusinessRepoMock
+	members    *MemberRepoMock
 	locations  *LocationRepoMock
 	providers  *ProviderRepoMock
 	hours      *HoursRepoMock
 	logos      *LogosMock
 
 	bizs      map[string]Business
+	mems      map[string][]Member // by business, oldest first
 	locs      map[int64]Location
 	provs     map[int64][]Provider
 	hrs       map[int64]Hours
@@ -60,6 +64,14 @@ func newFixture(t *testing.T) *fixture {
 		bizs: map[string]Business{
 			ownBizID:   {ID: ownBizID, OwnerSubject: ownerSub, Name: "Lakeside Clinic", Email: "front@lakeside.example.com", City: "Chicago", State: "IL", Website: "https://lakeside.example.com"},
 			otherBizID: {ID: otherBizID, OwnerSubject: strangerSub, Name: "Other Practice", Email: "info@other.example.com"},
+		},
+		mems: map[string][]Member{
+			ownBizID: {
+				{BusinessID: ownBizID, Subject: ownerSub, Role: core.RoleOwner, CreatedAt: time.Unix(1, 0)},
+				{BusinessID: ownBizID, Subject: adminSub, Role: core.RoleAdmin, CreatedAt: time.Unix(2, 0)},
+				{BusinessID: ownBizID, Subject: staffSub, Role: core.RoleStaff, CreatedAt: time.Unix(3, 0)},
+			},
+			otherBizID: {{BusinessID: otherBizID, Subject: strangerSub, Role: core.RoleOwner, CreatedAt: time.Unix(1, 0)}},
 		},
 		locs: map[int64]Location{
 			ownLocID: {ID: ownLocID, BusinessID: ownBizID, Name: "Downtown", Phone: "312-555-0100", City: "Chicago", State: "IL",
@@ -84,6 +96,7 @@ func newFixture(t *testing.T) *fixture {
 			b.ID = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
 			b.CreatedAt, b.UpdatedAt = time.Unix(1, 0), time.Unix(1, 0)
 			f.bizs[b.ID] = *b
+			f.mems[b.ID] = []Member{{BusinessID: b.ID, Subject: b.OwnerSubject, Role: core.RoleOwner, CreatedAt: b.CreatedAt}}
 			return nil
 		},
 		GetFunc: func(_ context.Context, id string) (Business, error) {
@@ -105,6 +118,53 @@ func newFixture(t *testing.T) *fixture {
 			return b, nil
 		},
 	}
+	// locked runs check on the members of business id as the repository
+	// does under the business's row lock.
+	locked := func(id string, check func([]Member) error) error {
+		if _, ok := f.bizs[id]; !ok {
+			return ErrBusinessNotFound
+		}
+		return check(slices.Clone(f.mems[id]))
+	}
+	f.members = &MemberRepoMock{
+		RoleFunc: func(_ context.Context, id, subject string) (core.Role, error) {
+			m, _ := find(f.mems[id], subject)
+			return m.Role, nil
+		},
+		ListFunc: func(_ context.Context, id string) ([]Member, error) {
+			return slices.Clone(f.mems[id]), nil
+		},
+		AddFunc: func(_ context.Context, m *Member, check func([]Member) error) error {
+			if err := locked(m.BusinessID, check); err != nil {
+				return err
+			}
+			m.CreatedAt = time.Unix(100, 0)
+			f.mems[m.BusinessID] = append(f.mems[m.BusinessID], *m)
+			return nil
+		},
+		SetRoleFunc: func(_ context.Context, id, subject string, role core.Role, check func([]Member) error) (Member, error) {
+			if err := locked(id, check); err != nil {
+				return Member{}, err
+			}
+			i := slices.IndexFunc(f.mems[id], func(m Member) bool { return m.Subject == subject })
+			if i < 0 {
+				return Member{}, ErrMemberNotFound
+			}
+			f.mems[id][i].Role = role
+			return f.mems[id][i], nil
+		},
+		RemoveFunc: func(_ context.Context, id, subject string, check func([]Member) error) error {
+			if err := locked(id, check); err != nil {
+				return err
+			}
+			i := slices.IndexFunc(f.mems[id], func(m Member) bool { return m.Subject == subject })
+			if i < 0 {
+				return ErrMemberNotFound
+			}
+			f.mems[id] = slices.Delete(f.mems[id], i, i+1)
+			return nil
+		},
+	}
 	f.locations = &LocationRepoMock{
 		CreateFunc: func(_ context.Context, l *Location) error {
 			f.nextLoc++
@@ -117,7 +177,6 @@ func newFixture(t *testing.T) *fixture {
 			if !ok {
 				return Location{}, ErrLocationNotFound
 			}
-			l.OwnerSubject = f.bizs[l.BusinessID].OwnerSubject
 			return l, nil
 		},
 		ListByBusinessFunc: func(_ context.Context, businessID string) ([]Location, error) {
@@ -219,7 +278,7 @@ func newFixture(t *testing.T) *fixture {
 			return nil
 		},
 	}
-	f.svc = NewService(f.businesses, f.locations, f.providers, f.hours, f.logos)
+	f.svc = NewService(f.businesses, f.members, f.locations, f.providers, f.hours, f.logos)
 	return f
 }
 

@@ -1,12 +1,17 @@
 package business
 
-import "context"
+import (
+	"context"
 
-//go:generate go tool moq -rm -out ports_moq_test.go . BusinessRepo LocationRepo ProviderRepo HoursRepo Logos
+	"github.com/carebridge/carebridge/core"
+)
+
+//go:generate go tool moq -rm -out ports_moq_test.go . BusinessRepo MemberRepo LocationRepo ProviderRepo HoursRepo Logos
 
 // BusinessRepo keeps businesses.
 type BusinessRepo interface {
-	// Create stores b and sets its ID and times.
+	// Create stores b, sets its ID and times, and makes b.OwnerSubject its
+	// first owner member, in one transaction.
 	Create(ctx context.Context, b *Business) error
 	// Get returns business id; a missing one is ErrBusinessNotFound.
 	Get(ctx context.Context, id string) (Business, error)
@@ -15,13 +20,33 @@ type BusinessRepo interface {
 	Update(ctx context.Context, id string, fn func(*Business) error) (Business, error)
 }
 
+// MemberRepo keeps the members of businesses. Add, SetRole and Remove each
+// lock the business's row, read its members, and call check with them in
+// the same transaction: a change happens only when check allows it, and
+// concurrent changes of one business are checked one after the other (two
+// owners demoting each other cannot both succeed). A failing check's error
+// is returned as is. A missing business is ErrBusinessNotFound.
+type MemberRepo interface {
+	// Role returns subject's role in business id; "" when subject is not
+	// a member (or there is no such business).
+	Role(ctx context.Context, businessID, subject string) (core.Role, error)
+	// List returns the members of business id, oldest first.
+	List(ctx context.Context, businessID string) ([]Member, error)
+	// Add stores m and sets its CreatedAt; an existing member is
+	// ErrMemberExists.
+	Add(ctx context.Context, m *Member, check func(members []Member) error) error
+	// SetRole gives member subject the role and returns it.
+	SetRole(ctx context.Context, businessID, subject string, role core.Role, check func(members []Member) error) (Member, error)
+	// Remove removes member subject.
+	Remove(ctx context.Context, businessID, subject string, check func(members []Member) error) error
+}
+
 // LocationRepo keeps business locations.
 type LocationRepo interface {
 	// Create stores l and sets its ID and times. When l.LogoBlobID is set,
 	// that blob entry is tied to the new location in the same transaction.
 	Create(ctx context.Context, l *Location) error
-	// Get returns location id with its business's owner; a missing one is
-	// ErrLocationNotFound.
+	// Get returns location id; a missing one is ErrLocationNotFound.
 	Get(ctx context.Context, id int64) (Location, error)
 	// ListByBusiness returns the business's locations by id.
 	ListByBusiness(ctx context.Context, businessID string) ([]Location, error)

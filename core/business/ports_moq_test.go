@@ -5,6 +5,7 @@ package business
 
 import (
 	"context"
+	"github.com/carebridge/carebridge/core"
 	"sync"
 )
 
@@ -183,6 +184,320 @@ func (mock *BusinessRepoMock) UpdateCalls() []struct {
 	mock.lockUpdate.RLock()
 	calls = mock.calls.Update
 	mock.lockUpdate.RUnlock()
+	return calls
+}
+
+// Ensure, that MemberRepoMock does implement MemberRepo.
+// If this is not the case, regenerate this file with moq.
+var _ MemberRepo = &MemberRepoMock{}
+
+// MemberRepoMock is a mock implementation of MemberRepo.
+//
+//	func TestSomethingThatUsesMemberRepo(t *testing.T) {
+//
+//		// make and configure a mocked MemberRepo
+//		mockedMemberRepo := &MemberRepoMock{
+//			AddFunc: func(ctx context.Context, m *Member, check func(members []Member) error) error {
+//				panic("mock out the Add method")
+//			},
+//			ListFunc: func(ctx context.Context, businessID string) ([]Member, error) {
+//				panic("mock out the List method")
+//			},
+//			RemoveFunc: func(ctx context.Context, businessID string, subject string, check func(members []Member) error) error {
+//				panic("mock out the Remove method")
+//			},
+//			RoleFunc: func(ctx context.Context, businessID string, subject string) (core.Role, error) {
+//				panic("mock out the Role method")
+//			},
+//			SetRoleFunc: func(ctx context.Context, businessID string, subject string, role core.Role, check func(members []Member) error) (Member, error) {
+//				panic("mock out the SetRole method")
+//			},
+//		}
+//
+//		// use mockedMemberRepo in code that requires MemberRepo
+//		// and then make assertions.
+//
+//	}
+type MemberRepoMock struct {
+	// AddFunc mocks the Add method.
+	AddFunc func(ctx context.Context, m *Member, check func(members []Member) error) error
+
+	// ListFunc mocks the List method.
+	ListFunc func(ctx context.Context, businessID string) ([]Member, error)
+
+	// RemoveFunc mocks the Remove method.
+	RemoveFunc func(ctx context.Context, businessID string, subject string, check func(members []Member) error) error
+
+	// RoleFunc mocks the Role method.
+	RoleFunc func(ctx context.Context, businessID string, subject string) (core.Role, error)
+
+	// SetRoleFunc mocks the SetRole method.
+	SetRoleFunc func(ctx context.Context, businessID string, subject string, role core.Role, check func(members []Member) error) (Member, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Add holds details about calls to the Add method.
+		Add []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// M is the m argument value.
+			M *Member
+			// Check is the check argument value.
+			Check func(members []Member) error
+		}
+		// List holds details about calls to the List method.
+		List []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+		}
+		// Remove holds details about calls to the Remove method.
+		Remove []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// Subject is the subject argument value.
+			Subject string
+			// Check is the check argument value.
+			Check func(members []Member) error
+		}
+		// Role holds details about calls to the Role method.
+		Role []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// Subject is the subject argument value.
+			Subject string
+		}
+		// SetRole holds details about calls to the SetRole method.
+		SetRole []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// Subject is the subject argument value.
+			Subject string
+			// Role is the role argument value.
+			Role core.Role
+			// Check is the check argument value.
+			Check func(members []Member) error
+		}
+	}
+	lockAdd     sync.RWMutex
+	lockList    sync.RWMutex
+	lockRemove  sync.RWMutex
+	lockRole    sync.RWMutex
+	lockSetRole sync.RWMutex
+}
+
+// Add calls AddFunc.
+func (mock *MemberRepoMock) Add(ctx context.Context, m *Member, check func(members []Member) error) error {
+	if mock.AddFunc == nil {
+		panic("MemberRepoMock.AddFunc: method is nil but MemberRepo.Add was just called")
+	}
+	callInfo := struct {
+		Ctx   context.Context
+		M     *Member
+		Check func(members []Member) error
+	}{
+		Ctx:   ctx,
+		M:     m,
+		Check: check,
+	}
+	mock.lockAdd.Lock()
+	mock.calls.Add = append(mock.calls.Add, callInfo)
+	mock.lockAdd.Unlock()
+	return mock.AddFunc(ctx, m, check)
+}
+
+// AddCalls gets all the calls that were made to Add.
+// Check the length with:
+//
+//	len(mockedMemberRepo.AddCalls())
+func (mock *MemberRepoMock) AddCalls() []struct {
+	Ctx   context.Context
+	M     *Member
+	Check func(members []Member) error
+} {
+	var calls []struct {
+		Ctx   context.Context
+		M     *Member
+		Check func(members []Member) error
+	}
+	mock.lockAdd.RLock()
+	calls = mock.calls.Add
+	mock.lockAdd.RUnlock()
+	return calls
+}
+
+// List calls ListFunc.
+func (mock *MemberRepoMock) List(ctx context.Context, businessID string) ([]Member, error) {
+	if mock.ListFunc == nil {
+		panic("MemberRepoMock.ListFunc: method is nil but MemberRepo.List was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+	}
+	mock.lockList.Lock()
+	mock.calls.List = append(mock.calls.List, callInfo)
+	mock.lockList.Unlock()
+	return mock.ListFunc(ctx, businessID)
+}
+
+// ListCalls gets all the calls that were made to List.
+// Check the length with:
+//
+//	len(mockedMemberRepo.ListCalls())
+func (mock *MemberRepoMock) ListCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+	}
+	mock.lockList.RLock()
+	calls = mock.calls.List
+	mock.lockList.RUnlock()
+	return calls
+}
+
+// Remove calls RemoveFunc.
+func (mock *MemberRepoMock) Remove(ctx context.Context, businessID string, subject string, check func(members []Member) error) error {
+	if mock.RemoveFunc == nil {
+		panic("MemberRepoMock.RemoveFunc: method is nil but MemberRepo.Remove was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Check      func(members []Member) error
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		Subject:    subject,
+		Check:      check,
+	}
+	mock.lockRemove.Lock()
+	mock.calls.Remove = append(mock.calls.Remove, callInfo)
+	mock.lockRemove.Unlock()
+	return mock.RemoveFunc(ctx, businessID, subject, check)
+}
+
+// RemoveCalls gets all the calls that were made to Remove.
+// Check the length with:
+//
+//	len(mockedMemberRepo.RemoveCalls())
+func (mock *MemberRepoMock) RemoveCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	Subject    string
+	Check      func(members []Member) error
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Check      func(members []Member) error
+	}
+	mock.lockRemove.RLock()
+	calls = mock.calls.Remove
+	mock.lockRemove.RUnlock()
+	return calls
+}
+
+// Role calls RoleFunc.
+func (mock *MemberRepoMock) Role(ctx context.Context, businessID string, subject string) (core.Role, error) {
+	if mock.RoleFunc == nil {
+		panic("MemberRepoMock.RoleFunc: method is nil but MemberRepo.Role was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		Subject:    subject,
+	}
+	mock.lockRole.Lock()
+	mock.calls.Role = append(mock.calls.Role, callInfo)
+	mock.lockRole.Unlock()
+	return mock.RoleFunc(ctx, businessID, subject)
+}
+
+// RoleCalls gets all the calls that were made to Role.
+// Check the length with:
+//
+//	len(mockedMemberRepo.RoleCalls())
+func (mock *MemberRepoMock) RoleCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	Subject    string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+	}
+	mock.lockRole.RLock()
+	calls = mock.calls.Role
+	mock.lockRole.RUnlock()
+	return calls
+}
+
+// SetRole calls SetRoleFunc.
+func (mock *MemberRepoMock) SetRole(ctx context.Context, businessID string, subject string, role core.Role, check func(members []Member) error) (Member, error) {
+	if mock.SetRoleFunc == nil {
+		panic("MemberRepoMock.SetRoleFunc: method is nil but MemberRepo.SetRole was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Role       core.Role
+		Check      func(members []Member) error
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		Subject:    subject,
+		Role:       role,
+		Check:      check,
+	}
+	mock.lockSetRole.Lock()
+	mock.calls.SetRole = append(mock.calls.SetRole, callInfo)
+	mock.lockSetRole.Unlock()
+	return mock.SetRoleFunc(ctx, businessID, subject, role, check)
+}
+
+// SetRoleCalls gets all the calls that were made to SetRole.
+// Check the length with:
+//
+//	len(mockedMemberRepo.SetRoleCalls())
+func (mock *MemberRepoMock) SetRoleCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	Subject    string
+	Role       core.Role
+	Check      func(members []Member) error
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+		Role       core.Role
+		Check      func(members []Member) error
+	}
+	mock.lockSetRole.RLock()
+	calls = mock.calls.SetRole
+	mock.lockSetRole.RUnlock()
 	return calls
 }
 

@@ -18,6 +18,7 @@ const cleanupTimeout = 30 * time.Second
 // Service holds the business use cases.
 type Service struct {
 	businesses BusinessRepo
+	members    MemberRepo
 	locations  LocationRepo
 	providers  ProviderRepo
 	hours      HoursRepo
@@ -25,8 +26,8 @@ type Service struct {
 }
 
 // NewService returns the business core.
-func NewService(businesses BusinessRepo, locations LocationRepo, providers ProviderRepo, hours HoursRepo, logos Logos) *Service {
-	return &Service{businesses: businesses, locations: locations, providers: providers, hours: hours, logos: logos}
+func NewService(businesses BusinessRepo, members MemberRepo, locations LocationRepo, providers ProviderRepo, hours HoursRepo, logos Logos) *Service {
+	return &Service{businesses: businesses, members: members, locations: locations, providers: providers, hours: hours, logos: logos}
 }
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -34,53 +35,87 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 // ErrInvalidBusinessID is a business id that is not a UUID.
 var ErrInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_id", Message: "The business id must be a UUID"}
 
-// owned loads business id when the caller owns it; any other business is
-// reported as missing.
-func (s *Service) owned(ctx context.Context, id string) (Business, error) {
+// member loads business id and the caller's role in it; a caller who is
+// not a member is told the business does not exist.
+func (s *Service) member(ctx context.Context, id string) (Business, core.Role, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
-		return Business{}, core.ErrUnauthenticated
+		return Business{}, "", core.ErrUnauthenticated
 	}
 	if !uuidPattern.MatchString(id) {
-		return Business{}, ErrInvalidBusinessID
+		return Business{}, "", ErrInvalidBusinessID
 	}
 	b, err := s.businesses.Get(ctx, strings.ToLower(id))
 	if err != nil {
+		return Business{}, "", err
+	}
+	role, err := s.members.Role(ctx, b.ID, actor.Subject)
+	if err != nil {
+		return Business{}, "", fmt.Errorf("role in business %s: %w", b.ID, err)
+	}
+	if role == "" {
+		return Business{}, "", ErrBusinessNotFound
+	}
+	return b, role, nil
+}
+
+// managed loads business id when the caller may change it (owner, admin).
+func (s *Service) managed(ctx context.Context, id string) (Business, error) {
+	b, role, err := s.member(ctx, id)
+	if err != nil {
 		return Business{}, err
 	}
-	if b.OwnerSubject != actor.Subject {
-		return Business{}, ErrBusinessNotFound
+	if !role.Manages() {
+		return Business{}, core.ErrInsufficientRole.WithMessage("Your role (%s) may read this business but not change it", role)
 	}
 	return b, nil
 }
 
-// ownedLocation loads location id when the caller owns its business.
-func (s *Service) ownedLocation(ctx context.Context, id int64) (Location, error) {
+// memberLocation loads location id and the caller's role in its business;
+// a caller who is not a member is told the location does not exist.
+func (s *Service) memberLocation(ctx context.Context, id int64) (Location, core.Role, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
-		return Location{}, core.ErrUnauthenticated
+		return Location{}, "", core.ErrUnauthenticated
 	}
 	if id <= 0 {
-		return Location{}, ErrLocationNotFound
+		return Location{}, "", ErrLocationNotFound
 	}
 	l, err := s.locations.Get(ctx, id)
 	if err != nil {
+		return Location{}, "", err
+	}
+	role, err := s.members.Role(ctx, l.BusinessID, actor.Subject)
+	if err != nil {
+		return Location{}, "", fmt.Errorf("role in business %s: %w", l.BusinessID, err)
+	}
+	if role == "" {
+		return Location{}, "", ErrLocationNotFound
+	}
+	return l, role, nil
+}
+
+// managedLocation loads location id when the caller may change it.
+func (s *Service) managedLocation(ctx context.Context, id int64) (Location, error) {
+	l, role, err := s.memberLocation(ctx, id)
+	if err != nil {
 		return Location{}, err
 	}
-	if l.OwnerSubject != actor.Subject {
-		return Location{}, ErrLocationNotFound
+	if !role.Manages() {
+		return Location{}, core.ErrInsufficientRole.WithMessage("Your role (%s) may read this location but not change it", role)
 	}
 	return l, nil
 }
 
 // Business returns business id.
 func (s *Service) Business(ctx context.Context, id string) (Business, error) {
-	return s.owned(ctx, id)
+	b, _, err := s.member(ctx, id)
+	return b, err
 }
 
 // EditBusiness applies a partial update to business id.
 func (s *Service) EditBusiness(ctx context.Context, id string, e BusinessEdit) (Business, error) {
-	if _, err := s.owned(ctx, id); err != nil {
+	if _, err := s.managed(ctx, id); err != nil {
 		return Business{}, err
 	}
 	e = e.trimmed()
@@ -95,7 +130,7 @@ func (s *Service) EditBusiness(ctx context.Context, id string, e BusinessEdit) (
 
 // Locations returns the locations of business id.
 func (s *Service) Locations(ctx context.Context, businessID string) ([]Location, error) {
-	b, err := s.owned(ctx, businessID)
+	b, _, err := s.member(ctx, businessID)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +140,7 @@ func (s *Service) Locations(ctx context.Context, businessID string) ([]Location,
 // CreateLocation adds a location, with an optional logo, to business id.
 // A failure leaves neither a location nor a logo behind.
 func (s *Service) CreateLocation(ctx context.Context, businessID string, in LocationInput, logo *Logo) (Location, error) {
-	b, err := s.owned(ctx, businessID)
+	b, err := s.managed(ctx, businessID)
 	if err != nil {
 		return Location{}, err
 	}
@@ -116,7 +151,7 @@ func (s *Service) CreateLocation(ctx context.Context, businessID string, in Loca
 	if err := checkLogo(logo); err != nil {
 		return Location{}, err
 	}
-	l := Location{BusinessID: b.ID, OwnerSubject: b.OwnerSubject}
+	l := Location{BusinessID: b.ID}
 	in.apply(&l)
 	if logo != nil {
 		if l.LogoBlobID, err = s.logos.Store(ctx, *logo); err != nil {
@@ -133,7 +168,7 @@ func (s *Service) CreateLocation(ctx context.Context, businessID string, in Loca
 // UpdateLocation applies a partial update to location id; a new logo
 // replaces the old one, whose blob is then removed.
 func (s *Service) UpdateLocation(ctx context.Context, id int64, in LocationInput, logo *Logo) (Location, error) {
-	if _, err := s.ownedLocation(ctx, id); err != nil {
+	if _, err := s.managedLocation(ctx, id); err != nil {
 		return Location{}, err
 	}
 	in = in.trimmed()
@@ -192,7 +227,7 @@ func (s *Service) removeLogo(ctx context.Context, id int64) {
 
 // Providers returns the providers affiliated with location id.
 func (s *Service) Providers(ctx context.Context, locationID int64) ([]Provider, error) {
-	if _, err := s.ownedLocation(ctx, locationID); err != nil {
+	if _, _, err := s.memberLocation(ctx, locationID); err != nil {
 		return nil, err
 	}
 	return s.providers.ListByLocation(ctx, locationID)
@@ -200,7 +235,7 @@ func (s *Service) Providers(ctx context.Context, locationID int64) ([]Provider, 
 
 // Hours returns the operating hours of location id, Monday first.
 func (s *Service) Hours(ctx context.Context, locationID int64) ([]Hours, error) {
-	if _, err := s.ownedLocation(ctx, locationID); err != nil {
+	if _, _, err := s.memberLocation(ctx, locationID); err != nil {
 		return nil, err
 	}
 	return s.hours.List(ctx, locationID)
@@ -209,7 +244,7 @@ func (s *Service) Hours(ctx context.Context, locationID int64) ([]Hours, error) 
 // AddHours adds entries to location id: all of them or none. A day given
 // twice, or one the location already has, is a conflict.
 func (s *Service) AddHours(ctx context.Context, locationID int64, in []HoursInput) ([]Hours, error) {
-	if _, err := s.ownedLocation(ctx, locationID); err != nil {
+	if _, err := s.managedLocation(ctx, locationID); err != nil {
 		return nil, err
 	}
 	if len(in) == 0 {
@@ -238,7 +273,7 @@ func (s *Service) AddHours(ctx context.Context, locationID int64, in []HoursInpu
 
 // UpdateHours changes entry id.
 func (s *Service) UpdateHours(ctx context.Context, id int64, in HoursInput) (Hours, error) {
-	cur, err := s.ownedHours(ctx, id)
+	cur, err := s.managedHours(ctx, id)
 	if err != nil {
 		return Hours{}, err
 	}
@@ -253,14 +288,14 @@ func (s *Service) UpdateHours(ctx context.Context, id int64, in HoursInput) (Hou
 
 // DeleteHours removes entry id.
 func (s *Service) DeleteHours(ctx context.Context, id int64) error {
-	if _, err := s.ownedHours(ctx, id); err != nil {
+	if _, err := s.managedHours(ctx, id); err != nil {
 		return err
 	}
 	return s.hours.Delete(ctx, id)
 }
 
-// ownedHours loads entry id when the caller owns its location's business.
-func (s *Service) ownedHours(ctx context.Context, id int64) (Hours, error) {
+// managedHours loads entry id when the caller may change its location.
+func (s *Service) managedHours(ctx context.Context, id int64) (Hours, error) {
 	if _, ok := core.ActorFrom(ctx); !ok {
 		return Hours{}, core.ErrUnauthenticated
 	}
@@ -274,9 +309,9 @@ func (s *Service) ownedHours(ctx context.Context, id int64) (Hours, error) {
 	if err != nil {
 		return Hours{}, err
 	}
-	if _, err := s.ownedLocation(ctx, h.LocationID); err != nil {
-		// Another owner's entry is reported as missing; a failed lookup
-		// is not.
+	if _, err := s.managedLocation(ctx, h.LocationID); err != nil {
+		// Another business's entry is reported as missing; a failed
+		// lookup or a staff member's request is not.
 		if errors.Is(err, ErrLocationNotFound) {
 			return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
 		}
@@ -285,7 +320,8 @@ func (s *Service) ownedHours(ctx context.Context, id int64) (Hours, error) {
 	return h, nil
 }
 
-// CreateBusiness creates a business owned by owner (admin CLI).
+// CreateBusiness creates a business whose first owner member is owner
+// (admin CLI).
 func (s *Service) CreateBusiness(ctx context.Context, name, email, owner string) (Business, error) {
 	e := BusinessEdit{Name: &name, Email: &email}.trimmed()
 	var p problems

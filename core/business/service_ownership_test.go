@@ -8,19 +8,22 @@ import (
 )
 
 // useCase calls one use case of the service on a resource of the owner's
-// business; touches counts the repository calls past the ownership check
-// (nil: the ownership lookup is the whole use case).
+// business; touches counts the repository calls past the membership check
+// (nil: the membership lookup is the whole use case); reads says whether
+// it only reads (any member) or changes something (owner and admin).
 type useCase struct {
 	name     string
 	call     func(ctx context.Context, s *Service) error
 	notFound error
 	touches  func(f *fixture) int
+	reads    bool
 }
 
 func useCases() []useCase {
 	return []useCase{
 		{
 			name:     "Business",
+			reads:    true,
 			call:     func(ctx context.Context, s *Service) error { _, err := s.Business(ctx, ownBizID); return err },
 			notFound: ErrBusinessNotFound,
 		},
@@ -35,6 +38,7 @@ func useCases() []useCase {
 		},
 		{
 			name:     "Locations",
+			reads:    true,
 			call:     func(ctx context.Context, s *Service) error { _, err := s.Locations(ctx, ownBizID); return err },
 			notFound: ErrBusinessNotFound,
 			touches:  func(f *fixture) int { return len(f.locations.ListByBusinessCalls()) },
@@ -59,12 +63,14 @@ func useCases() []useCase {
 		},
 		{
 			name:     "Providers",
+			reads:    true,
 			call:     func(ctx context.Context, s *Service) error { _, err := s.Providers(ctx, ownLocID); return err },
 			notFound: ErrLocationNotFound,
 			touches:  func(f *fixture) int { return len(f.providers.ListByLocationCalls()) },
 		},
 		{
 			name:     "Hours",
+			reads:    true,
 			call:     func(ctx context.Context, s *Service) error { _, err := s.Hours(ctx, ownLocID); return err },
 			notFound: ErrLocationNotFound,
 			touches:  func(f *fixture) int { return len(f.hours.ListCalls()) },
@@ -96,13 +102,35 @@ func useCases() []useCase {
 	}
 }
 
-func TestUseCases_OwnerSucceeds(t *testing.T) {
+func TestUseCases_OwnerAndAdminSucceed(t *testing.T) {
+	for _, sub := range []string{ownerSub, adminSub} {
+		for _, uc := range useCases() {
+			t.Run(sub+"/"+uc.name, func(t *testing.T) {
+				f := newFixture(t)
+				noErr(t, uc.call(as(sub), f.svc))
+				if uc.touches != nil && uc.touches(f) == 0 {
+					t.Errorf("%s did not reach the repository", uc.name)
+				}
+			})
+		}
+	}
+}
+
+func TestUseCases_StaffReadsButChangesNothing(t *testing.T) {
 	for _, uc := range useCases() {
 		t.Run(uc.name, func(t *testing.T) {
 			f := newFixture(t)
-			noErr(t, uc.call(as(ownerSub), f.svc))
-			if uc.touches != nil && uc.touches(f) == 0 {
-				t.Errorf("%s did not reach the repository", uc.name)
+			err := uc.call(as(staffSub), f.svc)
+			if uc.reads {
+				noErr(t, err)
+				return
+			}
+			wantErr(t, err, core.ErrInsufficientRole)
+			if core.KindOf(err) != core.KindForbidden {
+				t.Errorf("kind = %v, want KindForbidden", core.KindOf(err))
+			}
+			if uc.touches != nil && uc.touches(f) != 0 {
+				t.Errorf("%d repository calls past the role check for staff, want 0", uc.touches(f))
 			}
 		})
 	}
@@ -118,7 +146,7 @@ func TestUseCases_HideAnotherOwnersResourceAsNotFound(t *testing.T) {
 				t.Errorf("kind = %v, want KindNotFound", core.KindOf(err))
 			}
 			if uc.touches != nil && uc.touches(f) != 0 {
-				t.Errorf("%d repository calls past the ownership check for a stranger, want 0", uc.touches(f))
+				t.Errorf("%d repository calls past the membership check for a stranger, want 0", uc.touches(f))
 			}
 		})
 	}

@@ -34,7 +34,7 @@ type Download struct {
 // byte is authenticated before it is handed out. A read that finds the
 // stored bytes tampered with fails with ErrBlobCorrupt.
 func (s *Service) Download(ctx context.Context, id int64, r *ByteRange) (*Download, error) {
-	b, err := s.get(ctx, id)
+	b, err := s.get(ctx, id, read)
 	if err != nil {
 		return nil, err
 	}

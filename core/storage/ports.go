@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/carebridge/carebridge/core"
 )
 
-//go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Owners
+//go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Members
 
 // ObjectStore keeps opaque objects in containers. Object names are generated
 // by this core and never come from a client.
@@ -62,10 +64,11 @@ type KeyRing interface {
 	Unwrap(keyID string, wrapped []byte) ([]byte, error)
 }
 
-// Owners tells who owns the business a location belongs to. The business
-// core implements it; app wires it.
-type Owners interface {
-	// LocationOwner returns the owner subject of the business of location
-	// id; a missing location is ErrLocationNotFound.
-	LocationOwner(ctx context.Context, locationID int64) (string, error)
+// Members tells the role a subject has in the business a location belongs
+// to; app wires it.
+type Members interface {
+	// LocationRole returns subject's role in the business of location id,
+	// "" when subject is not a member; a missing location is
+	// ErrLocationNotFound.
+	LocationRole(ctx context.Context, locationID int64, subject string) (core.Role, error)
 }

@@ -5,6 +5,7 @@ package storage
 
 import (
 	"context"
+	"github.com/carebridge/carebridge/core"
 	"io"
 	"sync"
 	"time"
@@ -774,74 +775,80 @@ func (mock *KeyRingMock) WrapCalls() []struct {
 	return calls
 }
 
-// Ensure, that OwnersMock does implement Owners.
+// Ensure, that MembersMock does implement Members.
 // If this is not the case, regenerate this file with moq.
-var _ Owners = &OwnersMock{}
+var _ Members = &MembersMock{}
 
-// OwnersMock is a mock implementation of Owners.
+// MembersMock is a mock implementation of Members.
 //
-//	func TestSomethingThatUsesOwners(t *testing.T) {
+//	func TestSomethingThatUsesMembers(t *testing.T) {
 //
-//		// make and configure a mocked Owners
-//		mockedOwners := &OwnersMock{
-//			LocationOwnerFunc: func(ctx context.Context, locationID int64) (string, error) {
-//				panic("mock out the LocationOwner method")
+//		// make and configure a mocked Members
+//		mockedMembers := &MembersMock{
+//			LocationRoleFunc: func(ctx context.Context, locationID int64, subject string) (core.Role, error) {
+//				panic("mock out the LocationRole method")
 //			},
 //		}
 //
-//		// use mockedOwners in code that requires Owners
+//		// use mockedMembers in code that requires Members
 //		// and then make assertions.
 //
 //	}
-type OwnersMock struct {
-	// LocationOwnerFunc mocks the LocationOwner method.
-	LocationOwnerFunc func(ctx context.Context, locationID int64) (string, error)
+type MembersMock struct {
+	// LocationRoleFunc mocks the LocationRole method.
+	LocationRoleFunc func(ctx context.Context, locationID int64, subject string) (core.Role, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
-		// LocationOwner holds details about calls to the LocationOwner method.
-		LocationOwner []struct {
+		// LocationRole holds details about calls to the LocationRole method.
+		LocationRole []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
 			// LocationID is the locationID argument value.
 			LocationID int64
+			// Subject is the subject argument value.
+			Subject string
 		}
 	}
-	lockLocationOwner sync.RWMutex
+	lockLocationRole sync.RWMutex
 }
 
-// LocationOwner calls LocationOwnerFunc.
-func (mock *OwnersMock) LocationOwner(ctx context.Context, locationID int64) (string, error) {
-	if mock.LocationOwnerFunc == nil {
-		panic("OwnersMock.LocationOwnerFunc: method is nil but Owners.LocationOwner was just called")
+// LocationRole calls LocationRoleFunc.
+func (mock *MembersMock) LocationRole(ctx context.Context, locationID int64, subject string) (core.Role, error) {
+	if mock.LocationRoleFunc == nil {
+		panic("MembersMock.LocationRoleFunc: method is nil but Members.LocationRole was just called")
 	}
 	callInfo := struct {
 		Ctx        context.Context
 		LocationID int64
+		Subject    string
 	}{
 		Ctx:        ctx,
 		LocationID: locationID,
+		Subject:    subject,
 	}
-	mock.lockLocationOwner.Lock()
-	mock.calls.LocationOwner = append(mock.calls.LocationOwner, callInfo)
-	mock.lockLocationOwner.Unlock()
-	return mock.LocationOwnerFunc(ctx, locationID)
+	mock.lockLocationRole.Lock()
+	mock.calls.LocationRole = append(mock.calls.LocationRole, callInfo)
+	mock.lockLocationRole.Unlock()
+	return mock.LocationRoleFunc(ctx, locationID, subject)
 }
 
-// LocationOwnerCalls gets all the calls that were made to LocationOwner.
+// LocationRoleCalls gets all the calls that were made to LocationRole.
 // Check the length with:
 //
-//	len(mockedOwners.LocationOwnerCalls())
-func (mock *OwnersMock) LocationOwnerCalls() []struct {
+//	len(mockedMembers.LocationRoleCalls())
+func (mock *MembersMock) LocationRoleCalls() []struct {
 	Ctx        context.Context
 	LocationID int64
+	Subject    string
 } {
 	var calls []struct {
 		Ctx        context.Context
 		LocationID int64
+		Subject    string
 	}
-	mock.lockLocationOwner.RLock()
-	calls = mock.calls.LocationOwner
-	mock.lockLocationOwner.RUnlock()
+	mock.lockLocationRole.RLock()
+	calls = mock.calls.LocationRole
+	mock.lockLocationRole.RUnlock()
 	return calls
 }

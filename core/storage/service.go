@@ -28,7 +28,7 @@ type Service struct {
 	blobs     BlobRepo
 	objects   ObjectStore
 	keys      KeyRing
-	owners    Owners
+	members   Members
 	maxUpload int64
 	readAhead *ReadAheadPool
 }
@@ -45,8 +45,8 @@ func WithReadAhead(pool *ReadAheadPool) Option {
 
 // NewService returns the storage core. maxUpload is the largest accepted
 // file in bytes.
-func NewService(blobs BlobRepo, objects ObjectStore, keys KeyRing, owners Owners, maxUpload int64, opts ...Option) *Service {
-	s := &Service{blobs: blobs, objects: objects, keys: keys, owners: owners, maxUpload: maxUpload}
+func NewService(blobs BlobRepo, objects ObjectStore, keys KeyRing, members Members, maxUpload int64, opts ...Option) *Service {
+	s := &Service{blobs: blobs, objects: objects, keys: keys, members: members, maxUpload: maxUpload}
 	for _, o := range opts {
 		o(s)
 	}
@@ -174,18 +174,19 @@ func checkText(field, v string, max int, required bool) error {
 }
 
 // checkLocation lets an upload name a business location only when the
-// caller owns its business; any other location is reported as missing.
+// caller is a member of its business; any other location is reported as
+// missing.
 func (s *Service) checkLocation(ctx context.Context, actor core.Actor, id string) error {
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil || n <= 0 {
 		return core.Invalid("invalid_business_location_id", "businessLocationId must be a positive integer")
 	}
-	owner, err := s.owners.LocationOwner(ctx, n)
-	if errors.Is(err, ErrLocationNotFound) || (err == nil && owner != actor.Subject) {
+	role, err := s.members.LocationRole(ctx, n, actor.Subject)
+	if errors.Is(err, ErrLocationNotFound) || (err == nil && role == "") {
 		return ErrLocationNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("owner of location %d: %w", n, err)
+		return fmt.Errorf("role at location %d: %w", n, err)
 	}
 	return nil
 }
@@ -219,7 +220,7 @@ func (s *Service) removeObject(ctx context.Context, b Blob) {
 
 // Metadata returns the entry of blob id when the caller may read it.
 func (s *Service) Metadata(ctx context.Context, id int64) (Blob, error) {
-	return s.get(ctx, id)
+	return s.get(ctx, id, read)
 }
 
 // Delete removes blob id: its row first, which commits the change (and
@@ -227,7 +228,7 @@ func (s *Service) Metadata(ctx context.Context, id int64) (Blob, error) {
 // removal fails is left to the orphan sweeper (SweepOrphans): the blob is
 // gone either way, and a failure to delete the row changes nothing.
 func (s *Service) Delete(ctx context.Context, id int64) error {
-	b, err := s.get(ctx, id)
+	b, err := s.get(ctx, id, remove)
 	if err != nil {
 		return err
 	}
@@ -238,10 +239,33 @@ func (s *Service) Delete(ctx context.Context, id int64) error {
 	return nil
 }
 
-// get loads blob id and applies the ownership rule: the uploader, or the
-// owner of the business of the blob's location. Others are told it does
-// not exist.
-func (s *Service) get(ctx context.Context, id int64) (Blob, error) {
+// access is what a caller wants to do with a blob.
+type access int
+
+const (
+	read   access = iota // metadata and download
+	remove               // delete
+)
+
+// allowed is the access rule of a blob: its uploader may do anything; a
+// member of the business of its location (role, "" for none) may read it,
+// and an owner or admin may delete it. A staff member asking to delete is
+// refused; anyone else is told the blob does not exist.
+func allowed(uploader bool, role core.Role, a access) error {
+	switch {
+	case uploader:
+		return nil
+	case role == "":
+		return ErrBlobNotFound
+	case a == remove && !role.Manages():
+		return core.ErrInsufficientRole.WithMessage("Your role (%s) may delete only the files you uploaded", role)
+	default:
+		return nil
+	}
+}
+
+// get loads blob id when the caller may access it so (allowed).
+func (s *Service) get(ctx context.Context, id int64, a access) (Blob, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
 		return Blob{}, core.ErrUnauthenticated
@@ -253,22 +277,20 @@ func (s *Service) get(ctx context.Context, id int64) (Blob, error) {
 	if err != nil {
 		return Blob{}, err
 	}
-	if b.UploadedBy == actor.Subject {
-		return b, nil
-	}
-	if b.BusinessLocationID != "" {
-		loc, err := strconv.ParseInt(b.BusinessLocationID, 10, 64)
-		if err == nil {
-			owner, err := s.owners.LocationOwner(ctx, loc)
+	uploader := b.UploadedBy == actor.Subject
+	var role core.Role
+	if !uploader && b.BusinessLocationID != "" {
+		if loc, err := strconv.ParseInt(b.BusinessLocationID, 10, 64); err == nil {
+			role, err = s.members.LocationRole(ctx, loc, actor.Subject)
 			if err != nil && !errors.Is(err, ErrLocationNotFound) {
-				return Blob{}, fmt.Errorf("owner of location %d: %w", loc, err)
-			}
-			if err == nil && owner == actor.Subject {
-				return b, nil
+				return Blob{}, fmt.Errorf("role at location %d: %w", loc, err)
 			}
 		}
 	}
-	return Blob{}, ErrBlobNotFound
+	if err := allowed(uploader, role, a); err != nil {
+		return Blob{}, err
+	}
+	return b, nil
 }
 
 // newObjectName returns a fresh random object name: 32 hex digits.

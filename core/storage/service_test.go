@@ -17,8 +17,8 @@ import (
 )
 
 // fixture is a Service over moq mocks: an in-memory object store, an
-// in-memory blob table, a toy key ring and one business location owned by
-// "owner".
+// in-memory blob table, a toy key ring and one business location whose
+// business has the members "owner", "admin" and "staff".
 type fixture struct {
 	svc     *Service
 	objects *ObjectStoreMock
@@ -104,13 +104,13 @@ func newFixture(t *testing.T) *fixture {
 			return reversed(w), nil
 		},
 	}
-	owners := &OwnersMock{LocationOwnerFunc: func(ctx context.Context, id int64) (string, error) {
-		if fmt.Sprint(id) == ownedLocation {
-			return "owner", nil
+	members := &MembersMock{LocationRoleFunc: func(ctx context.Context, id int64, sub string) (core.Role, error) {
+		if fmt.Sprint(id) != ownedLocation {
+			return "", ErrLocationNotFound
 		}
-		return "", ErrLocationNotFound
+		return map[string]core.Role{"owner": core.RoleOwner, "admin": core.RoleAdmin, "staff": core.RoleStaff}[sub], nil
 	}}
-	f.svc = NewService(f.blobs, f.objects, f.keys, owners, 1<<20)
+	f.svc = NewService(f.blobs, f.objects, f.keys, members, 1<<20)
 	return f
 }
 
@@ -250,13 +250,68 @@ type iotestErr struct{}
 
 func (iotestErr) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
 
-func TestUpload_OwnerOfLocationMayUploadForIt(t *testing.T) {
-	f := newFixture(t)
-	in := pngUpload(pngBytes)
-	in.BusinessLocationID = ownedLocation
-	b, err := f.svc.Upload(as("owner"), in)
-	if err != nil || b.BusinessLocationID != ownedLocation {
-		t.Fatalf("got %+v, %v", b, err)
+func TestUpload_AnyMemberMayUploadForTheLocation(t *testing.T) {
+	for _, sub := range []string{"owner", "admin", "staff"} {
+		f := newFixture(t)
+		in := pngUpload(pngBytes)
+		in.BusinessLocationID = ownedLocation
+		b, err := f.svc.Upload(as(sub), in)
+		if err != nil || b.BusinessLocationID != ownedLocation {
+			t.Fatalf("%s: got %+v, %v", sub, b, err)
+		}
+	}
+}
+
+func TestAllowed_BlobAccessRule(t *testing.T) {
+	for _, tt := range []struct {
+		uploader bool
+		role     core.Role
+		a        access
+		want     error
+	}{
+		{true, "", read, nil},
+		{true, "", remove, nil},
+		{true, core.RoleStaff, remove, nil},
+		{false, core.RoleOwner, read, nil},
+		{false, core.RoleOwner, remove, nil},
+		{false, core.RoleAdmin, read, nil},
+		{false, core.RoleAdmin, remove, nil},
+		{false, core.RoleStaff, read, nil},
+		{false, core.RoleStaff, remove, core.ErrInsufficientRole},
+		{false, "", read, ErrBlobNotFound},
+		{false, "", remove, ErrBlobNotFound},
+	} {
+		if err := allowed(tt.uploader, tt.role, tt.a); !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+			t.Errorf("allowed(uploader=%v, %q, %d) = %v, want %v", tt.uploader, tt.role, tt.a, err, tt.want)
+		}
+	}
+}
+
+func TestDelete_MembersOfTheLocationFollowTheirRole(t *testing.T) {
+	for _, tt := range []struct {
+		who  string
+		want error
+	}{
+		{"owner", nil},
+		{"admin", nil},
+		{"staff", core.ErrInsufficientRole},
+		{"mallory", ErrBlobNotFound},
+	} {
+		f := newFixture(t)
+		in := pngUpload(pngBytes)
+		in.BusinessLocationID = ownedLocation
+		b, err := f.svc.Upload(as("owner"), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.rows[b.ID] = func(b Blob) Blob { b.UploadedBy = "someone"; return b }(f.rows[b.ID])
+		err = f.svc.Delete(as(tt.who), b.ID)
+		if !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+			t.Errorf("%s deletes: got %v, want %v", tt.who, err, tt.want)
+		}
+		if _, gone := f.rows[b.ID]; gone == (tt.want == nil) {
+			t.Errorf("%s deletes: row present = %v after %v", tt.who, gone, err)
+		}
 	}
 }
 
@@ -373,8 +428,9 @@ func TestAccess_OthersSeeNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A row uploaded by someone else for the owner's location: the owner may read it.
-	f.rows[business.ID] = func(b Blob) Blob { b.UploadedBy = "staff"; return b }(f.rows[business.ID])
+	// A row uploaded by someone else for the business's location: its
+	// members may read it.
+	f.rows[business.ID] = func(b Blob) Blob { b.UploadedBy = "someone"; return b }(f.rows[business.ID])
 
 	for _, c := range []struct {
 		who  string
@@ -385,6 +441,9 @@ func TestAccess_OthersSeeNothing(t *testing.T) {
 		{"owner", mine.ID, ErrBlobNotFound},
 		{"alice", mine.ID, nil},
 		{"owner", business.ID, nil},
+		{"admin", business.ID, nil},
+		{"staff", business.ID, nil},
+		{"staff", mine.ID, ErrBlobNotFound},
 		{"alice", business.ID, ErrBlobNotFound},
 		{"alice", 999, ErrBlobNotFound},
 		{"alice", -1, ErrBlobNotFound},

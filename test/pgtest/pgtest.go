@@ -35,6 +35,13 @@ func New(t testing.TB) string {
 	return dbURL
 }
 
+// NewEmpty is New without the migrations, for a test that applies them
+// itself (a migration's data step over rows of the schema before it).
+func NewEmpty(t testing.TB) string {
+	t.Helper()
+	return create(t, "")
+}
+
 // NewWithRole is New for a test that needs the service's own, unprivileged
 // role, as in production: it creates a LOGIN role that is not a superuser
 // (a random name, returned as role), a fresh database owned by it, and

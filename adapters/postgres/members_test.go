@@ -1,0 +1,222 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/business"
+	"github.com/carebridge/carebridge/core/storage"
+	"github.com/carebridge/carebridge/migrations"
+	"github.com/carebridge/carebridge/test/pgtest"
+)
+
+func allow([]business.Member) error { return nil }
+
+func TestIntegrationMemberRepo_CreatingABusinessMakesItsOwnerTheFirstOwnerMember(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	b := seedBusiness(t, db, "owner-1")
+	ms, err := db.Members().List(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Subject != "owner-1" || ms[0].Role != core.RoleOwner || ms[0].BusinessID != b.ID || ms[0].CreatedAt.IsZero() {
+		t.Fatalf("members = %+v, want owner-1 as owner", ms)
+	}
+	if role, err := db.Members().Role(ctx, b.ID, "owner-1"); err != nil || role != core.RoleOwner {
+		t.Fatalf("role = %q, %v", role, err)
+	}
+	for _, tc := range [][2]string{{b.ID, "stranger"}, {"6f1c1b4e-6c55-4b8e-9a56-1a2b3c4d5e6f", "owner-1"}, {"nope", "owner-1"}} {
+		if role, err := db.Members().Role(ctx, tc[0], tc[1]); err != nil || role != "" {
+			t.Errorf("role of %s in %s = %q, %v, want none", tc[1], tc[0], role, err)
+		}
+	}
+}
+
+func TestIntegrationMigration0011_ExistingOwnersBecomeOwnerMembers(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.NewEmpty(t)
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := migrate.NewWithSourceInstance("iofs", src, strings.Replace(dbURL, "postgres://", "pgx5://", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Migrate(10); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var id string
+	if err := conn.QueryRow(ctx, `INSERT INTO businesses (owner_subject, name, email)
+		VALUES ('legacy-owner', 'Old Clinic', 'old@example.com') RETURNING id::text`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.Migrate(dbURL); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ms, err := db.Members().List(ctx, id)
+	if err != nil || len(ms) != 1 || ms[0].Subject != "legacy-owner" || ms[0].Role != core.RoleOwner {
+		t.Fatalf("members after migration = %+v, %v, want the old owner as owner", ms, err)
+	}
+}
+
+func TestIntegrationMemberRepo_AddSetRoleRemove(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	repo := db.Members()
+	b := seedBusiness(t, db, "owner-1")
+
+	m := business.Member{BusinessID: b.ID, Subject: "staff-1", Role: core.RoleStaff}
+	if err := repo.Add(ctx, &m, allow); err != nil || m.CreatedAt.IsZero() {
+		t.Fatalf("add: %+v, %v", m, err)
+	}
+	dup := business.Member{BusinessID: b.ID, Subject: "staff-1", Role: core.RoleAdmin}
+	if err := repo.Add(ctx, &dup, allow); !errors.Is(err, business.ErrMemberExists) {
+		t.Fatalf("add twice: %v, want member_exists", err)
+	}
+	bad := business.Member{BusinessID: b.ID, Subject: "x", Role: "root"}
+	if err := repo.Add(ctx, &bad, allow); err == nil {
+		t.Fatal("the database stored the role root")
+	}
+	missing := business.Member{BusinessID: "6f1c1b4e-6c55-4b8e-9a56-1a2b3c4d5e6f", Subject: "x", Role: core.RoleStaff}
+	if err := repo.Add(ctx, &missing, allow); !errors.Is(err, business.ErrBusinessNotFound) {
+		t.Fatalf("add to a missing business: %v", err)
+	}
+
+	got, err := repo.SetRole(ctx, b.ID, "staff-1", core.RoleAdmin, allow)
+	if err != nil || got.Role != core.RoleAdmin || got.Subject != "staff-1" || !got.CreatedAt.Equal(m.CreatedAt) {
+		t.Fatalf("set role: %+v, %v", got, err)
+	}
+	if _, err := repo.SetRole(ctx, b.ID, "nobody", core.RoleAdmin, allow); !errors.Is(err, business.ErrMemberNotFound) {
+		t.Fatalf("set role of nobody: %v", err)
+	}
+
+	refused := errors.New("refused by check")
+	var seen []business.Member
+	err = repo.Remove(ctx, b.ID, "staff-1", func(ms []business.Member) error { seen = ms; return refused })
+	if !errors.Is(err, refused) || len(seen) != 2 || seen[0].Subject != "owner-1" {
+		t.Fatalf("remove with a refusing check: %v, saw %+v", err, seen)
+	}
+	if err := repo.Remove(ctx, b.ID, "staff-1", allow); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Remove(ctx, b.ID, "staff-1", allow); !errors.Is(err, business.ErrMemberNotFound) {
+		t.Fatalf("remove twice: %v", err)
+	}
+}
+
+func TestIntegrationMemberRepo_TheDatabaseKeepsTheLastOwner(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	b := seedBusiness(t, db, "owner-1")
+	// The repository with a check that allows anything: the constraint
+	// trigger is what refuses.
+	if _, err := db.Members().SetRole(ctx, b.ID, "owner-1", core.RoleStaff, allow); !errors.Is(err, business.ErrLastOwner) {
+		t.Fatalf("demote the last owner: %v, want last_owner", err)
+	}
+	if err := db.Members().Remove(ctx, b.ID, "owner-1", allow); !errors.Is(err, business.ErrLastOwner) {
+		t.Fatalf("remove the last owner: %v, want last_owner", err)
+	}
+	// Deleting the business takes its members with it.
+	if _, err := db.Pool().Exec(ctx, `DELETE FROM businesses WHERE id = $1`, b.ID); err != nil {
+		t.Fatalf("delete the business: %v", err)
+	}
+}
+
+// TestIntegrationMembers_OwnersDemotingEachOtherAtOnceLeaveAnOwner runs the
+// business core on the real repository: two owners demote each other at
+// the same moment, many times; exactly one of them wins each time.
+func TestIntegrationMembers_OwnersDemotingEachOtherAtOnceLeaveAnOwner(t *testing.T) {
+	db := pgtest.Store(t)
+	svc := business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), nil)
+	as := func(sub string) context.Context {
+		return core.WithActor(context.Background(), core.Actor{Subject: sub})
+	}
+	for round := range 20 {
+		b := seedBusiness(t, db, "a")
+		if _, err := svc.AddMember(as("a"), b.ID, "b", core.RoleOwner); err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, pair := range [][2]string{{"a", "b"}, {"b", "a"}} {
+			wg.Go(func() {
+				<-start
+				if i == 0 {
+					_, errs[i] = svc.ChangeMemberRole(as(pair[0]), b.ID, pair[1], core.RoleAdmin)
+				} else {
+					errs[i] = svc.RemoveMember(as(pair[0]), b.ID, pair[1])
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		ms, err := db.Members().List(context.Background(), b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners := 0
+		for _, m := range ms {
+			if m.Role == core.RoleOwner {
+				owners++
+			}
+		}
+		if owners != 1 {
+			t.Fatalf("round %d: %d owners left (%+v), errors %v", round, owners, ms, errs)
+		}
+		failed := 0
+		for _, err := range errs {
+			if err != nil {
+				failed++
+				// The loser is no longer an owner (or no longer a member).
+				if !errors.Is(err, core.ErrInsufficientRole) && !errors.Is(err, business.ErrBusinessNotFound) {
+					t.Errorf("round %d: loser's error %v, want insufficient_role or business_not_found", round, err)
+				}
+			}
+		}
+		if failed != 1 {
+			t.Fatalf("round %d: %d of the two changes failed (%v), want exactly one", round, failed, errs)
+		}
+	}
+}
+
+func TestIntegrationLocationRole(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	b := seedBusiness(t, db, "owner-1")
+	loc := seedLocation(t, db, b, "Main")
+	m := business.Member{BusinessID: b.ID, Subject: "staff-1", Role: core.RoleStaff}
+	if err := db.Members().Add(ctx, &m, allow); err != nil {
+		t.Fatal(err)
+	}
+	for sub, want := range map[string]core.Role{"owner-1": core.RoleOwner, "staff-1": core.RoleStaff, "stranger": ""} {
+		if role, err := db.LocationRole(ctx, loc.ID, sub); err != nil || role != want {
+			t.Errorf("role of %s = %q, %v, want %q", sub, role, err, want)
+		}
+	}
+	if _, err := db.LocationRole(ctx, loc.ID+1000, "owner-1"); !errors.Is(err, storage.ErrLocationNotFound) {
+		t.Fatalf("missing location: %v", err)
+	}
+}
