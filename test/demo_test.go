@@ -24,7 +24,7 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 		testenv.Missing(t, "FHIR server: "+fhirtest.EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
 	}
 	key := bytes.Repeat([]byte{5}, 32)
-	d, err := demoehr.Start(t.TempDir(), medplum, key)
+	d, err := demoehr.Start(t.TempDir(), medplum, key, demoehr.Practices{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 // appointment endpoints too.
 func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 	key := bytes.Repeat([]byte{6}, 32)
-	d, err := demoehr.Start(t.TempDir(), "", key)
+	d, err := demoehr.Start(t.TempDir(), "", key, demoehr.Practices{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,5 +106,73 @@ func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 	}
 	if r, a := s.ehrCall("GET", "/agents/"+d.AgentID, tok, ""); r.status != 200 || a["timezone"] != "America/Chicago" {
 		t.Fatalf("agent: %d %s", r.status, r.body)
+	}
+}
+
+// `make run` makes two practices, one per demo EHR: the file binds the
+// FHIR server to practice A and the bot to practice B, each practice's
+// appointments go to its own EHR, and integration.ehr stays the FHIR
+// server. Each practice's owner can act for it with X-Business-Id.
+func TestDemo_TwoPracticesEachServedByItsOwnEHR(t *testing.T) {
+	medplum := os.Getenv(fhirtest.EnvDir)
+	if medplum == "" {
+		testenv.Missing(t, "FHIR server: "+fhirtest.EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
+	}
+	w := newWorld(t)
+	p := demoehr.Practices{FHIR: w.createBusiness("owner-a"), Bot: w.createBusiness("owner-b")}
+	key := bytes.Repeat([]byte{7}, 32)
+	d, err := demoehr.Start(t.TempDir(), medplum, key, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(d.File)
+	if !cfg.MultiPractice() || cfg.Integration.EHR != demoehr.FHIRName ||
+		!cfg.Serves(demoehr.FHIRName, p.FHIR) || cfg.Serves(demoehr.FHIRName, p.Bot) ||
+		!cfg.Serves(demoehr.BotName, p.Bot) || cfg.Serves(demoehr.BotName, p.FHIR) {
+		t.Fatalf("the systems are not bound one per practice:\n%s", raw)
+	}
+	for id, want := range map[string]string{p.FHIR: demoehr.FHIRName, p.Bot: demoehr.BotName} {
+		if got, ok := cfg.IntegrationFor(id); !ok || got != want {
+			t.Fatalf("integration EHR of %s: %q, want %q:\n%s", id, got, want, raw)
+		}
+	}
+
+	// The calls `make run` prints for each practice answer.
+	s := w.start(func(c *app.Config) { c.EHR = cfg })
+	for owner, id := range map[string]string{"owner-a": p.FHIR, "owner-b": p.Bot} {
+		tok := w.token(owner)
+		if r := s.do("POST", "/api/v1/search", tok, strings.NewReader(`{"query":"given:Ava"}`),
+			"Content-Type", "application/json", "X-Business-Id", id); r.status != 200 {
+			t.Fatalf("search acting for %s: %d %s", owner, r.status, r.body)
+		}
+		if r, agents := s.ehrCall("GET", "/agents", tok, "", "X-Business-Id", id); r.status != 200 || agents["totalCount"] != 3.0 {
+			t.Fatalf("agents acting for %s: %d %s", owner, r.status, r.body)
+		}
+	}
+}
+
+// Without Node.js the bot alone serves both practices.
+func TestDemo_WithoutTheFHIRServerTheBotServesBothPractices(t *testing.T) {
+	p := demoehr.Practices{FHIR: "6f1c2a3e-0000-4000-8000-00000000000a", Bot: "6f1c2a3e-0000-4000-8000-00000000000b"}
+	key := bytes.Repeat([]byte{8}, 32)
+	d, err := demoehr.Start(t.TempDir(), "", key, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{p.FHIR, p.Bot} {
+		if got, ok := cfg.IntegrationFor(id); !cfg.Serves(demoehr.BotName, id) || !ok || got != demoehr.BotName {
+			raw, _ := os.ReadFile(d.File)
+			t.Fatalf("practice %s: served %v, integration %q:\n%s", id, cfg.Serves(demoehr.BotName, id), got, raw)
+		}
 	}
 }

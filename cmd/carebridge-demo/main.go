@@ -3,10 +3,13 @@
 // seeded with synthetic people and practitioners) until it is
 // interrupted.
 //
-//	EHR_CREDENTIALS_KEY=… carebridge-demo --dir data/demo [--medplum DIR]
+//	EHR_CREDENTIALS_KEY=… carebridge-demo --dir data/demo [--medplum DIR] \
+//		[--fhir-business UUID --bot-business UUID]
 //
 // Without --medplum (no Node.js) only the bot runs, and it answers the
-// appointment endpoints too. Once everything is up, DIR/demo.env holds the
+// appointment endpoints too. With the two businesses (the demo's two
+// practices) each system is bound to its practice in the EHR systems file
+// (without the FHIR demo the bot serves both). Once everything is up, DIR/demo.env holds the
 // variables `make run` reads (EHR_CONFIG and the demo's ids); it is removed
 // again on exit, with DIR/demo.pid (which `make stop` reads).
 package main
@@ -38,8 +41,14 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("carebridge-demo", flag.ContinueOnError)
 	dir := fs.String("dir", "data/demo", "where to write the EHR systems file, demo.env and demo.pid")
 	medplum := fs.String("medplum", "", "install directory of scripts/install-medplum.sh (empty: no FHIR demo)")
+	var p demoehr.Practices
+	fs.StringVar(&p.FHIR, "fhir-business", "", "the practice (business UUID) the FHIR server serves (with --bot-business)")
+	fs.StringVar(&p.Bot, "bot-business", "", "the practice (business UUID) the bot serves (with --fhir-business)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if (p.FHIR == "") != (p.Bot == "") {
+		return errors.New("--fhir-business and --bot-business go together")
 	}
 	key, err := keyring.ParseKey(os.Getenv("EHR_CREDENTIALS_KEY"))
 	if err != nil {
@@ -63,7 +72,7 @@ func run(ctx context.Context, args []string) error {
 	defer os.Remove(pidFile)
 	defer os.Remove(envFile)
 
-	d, err := demoehr.Start(abs, *medplum, key)
+	d, err := demoehr.Start(abs, *medplum, key, p)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,14 @@ const (
 	BotName  = "demo-bot"
 )
 
+// Practices are the demo's two practices (business UUIDs), each served by
+// its own demo EHR: FHIR by the FHIR server, Bot by the bot. Without the
+// FHIR demo the bot serves both. The zero value binds no system to a
+// business (a single-practice file: every business is served by both).
+type Practices struct {
+	FHIR, Bot string
+}
+
 // Demo is the running demo systems.
 type Demo struct {
 	// File is the EHR systems file (secrets in enc:v1: form).
@@ -47,8 +55,9 @@ type Demo struct {
 // Start starts the systems, seeds them and writes the EHR systems file
 // into dir; key encrypts its secrets (EHR_CREDENTIALS_KEY). medplum is the
 // install directory of scripts/install-medplum.sh; "" starts the bot alone,
-// which then answers the appointment endpoints too.
-func Start(dir, medplum string, key []byte) (*Demo, error) {
+// which then answers the appointment endpoints too. p binds the systems
+// to the practices (zero: to none).
+func Start(dir, medplum string, key []byte, p Practices) (*Demo, error) {
 	now := time.Now()
 	d := &Demo{Integration: BotName, BothFamily: person(botFrom).Name.Family, BothGiven: person(botFrom).Name.Given[0]}
 
@@ -81,18 +90,27 @@ func Start(dir, medplum string, key []byte) (*Demo, error) {
     timeout: 5000
 `, BotName, d.bot.URL(), enc)}
 
+	bound := p != Practices{}
+	byBusiness := ""
 	if medplum != "" {
 		system, err := d.startFHIR(medplum, dir, key, now)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("FHIR demo: %w", err)
 		}
+		if bound {
+			system += businesses(p.FHIR)
+			systems[0] += businesses(p.Bot)
+			byBusiness = fmt.Sprintf("  by_business:\n    %s: %s\n    %s: %s\n", p.FHIR, FHIRName, p.Bot, BotName)
+		}
 		systems = append([]string{system}, systems...)
 		d.Integration = FHIRName
+	} else if bound {
+		systems[0] += businesses(p.FHIR, p.Bot)
 	}
 
 	yaml := "# Written by carebridge-demo for `make run`: the demo EHR systems on loopback.\nehr_systems:\n" +
-		strings.Join(systems, "") + "integration:\n  ehr: " + d.Integration + "\n"
+		strings.Join(systems, "") + "integration:\n  ehr: " + d.Integration + "\n" + byBusiness
 	if _, err := ehrconfig.Parse([]byte(yaml), key, os.Getenv); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("the demo's EHR systems file is not valid: %w", err)
@@ -172,6 +190,11 @@ func (d *Demo) startFHIR(medplum, dir string, key []byte, now time.Time) (string
 // Agent is the first practitioner (AgentID's): its name and time zone.
 func (d *Demo) Agent() (name, timezone string) {
 	return practitioners[0].Name, practitioners[0].Timezone
+}
+
+// businesses is a system's businesses entry of the EHR systems file.
+func businesses(ids ...string) string {
+	return "    businesses: [" + strings.Join(ids, ", ") + "]\n"
 }
 
 func randomHex(n int) string {
