@@ -5,9 +5,10 @@
 #
 #   demo_check      decides (sets demo_on, or demo_note saying why not)
 #   demo_install    starts installing the FHIR server from npm in the background
-#   demo_start      starts the demo (after bin/carebridge-demo is built) and
-#                   exports EHR_CONFIG, EHR_CREDENTIALS_KEY and the DEMO_* ids;
-#                   sets demo_pid
+#   demo_start A B  starts the demo (after bin/carebridge-demo is built), the
+#                   FHIR server serving practice A and the bot practice B
+#                   (business UUIDs), and exports EHR_CONFIG,
+#                   EHR_CREDENTIALS_KEY and the DEMO_* ids; sets demo_pid
 
 demo_on="" demo_note="" demo_pid="" demo_install_pid=""
 
@@ -60,7 +61,8 @@ demo_start() {
 		fi
 	fi
 	rm -f data/demo/demo.env
-	bin/carebridge-demo --dir data/demo ${medplum:+--medplum "$medplum"} 2>data/demo/demo.log &
+	bin/carebridge-demo --dir data/demo ${medplum:+--medplum "$medplum"} \
+		--fhir-business "$1" --bot-business "$2" 2>data/demo/demo.log &
 	demo_pid=$!
 	for _ in $(seq 1 900); do
 		[ -s data/demo/demo.env ] && break

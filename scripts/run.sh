@@ -28,7 +28,6 @@ demo_check
 demo_install
 trap stop_demo EXIT
 go build -o bin/ ./cmd/carebridge ./cmd/carebridge-demo
-demo_start
 
 bin/carebridge migrate
 # What the admin commands need in another terminal (the same database and
@@ -41,8 +40,31 @@ bin/carebridge migrate
 		[ -z "${EHR_CREDENTIALS_KEY:-}" ] || printf 'EHR_CREDENTIALS_KEY=%q\n' "$EHR_CREDENTIALS_KEY"
 	} > data/run.env
 )
-sub=${DEV_SUBJECT:-dev-user}
+sub=${DEV_SUBJECT:-dev-user} sub_b=${DEV_SUBJECT_B:-dev-user-b}
 token=$(bin/carebridge dev-token --sub "$sub" --ttl 24h)
+token_b=$(bin/carebridge dev-token --sub "$sub_b" --ttl 24h)
+
+# The demo's two practices (once per database): A, the demo business, owned
+# by the token's subject, and B owned by $sub_b; the demo EHR systems file
+# binds the FHIR server to A and the bot to B, so they exist before it.
+id_of() { sed -E 's/.*"'"$1"'":"?([^",}]*)"?.*/\1/'; }
+# still_there ID SUB: business ID is in the database with SUB a member (SUB
+# is made an owner again if it was removed).
+still_there() {
+	local out
+	[ -n "$1" ] && { out=$(bin/carebridge admin add-member --business "$1" --sub "$2" --role owner 2>&1) || [[ $out == *member_exists* ]]; }
+}
+[ -s data/demo.env ] && . data/demo.env
+if ! still_there "${BUSINESS_ID:-}" "$sub"; then
+	BUSINESS_ID=$(bin/carebridge admin create-business --name "Demo Family Clinic" --email demo@clinic.example --owner "$sub" | id_of id)
+	LOCATION_ID=""
+fi
+if ! still_there "${PRACTICE_B_ID:-}" "$sub_b"; then
+	PRACTICE_B_ID=$(bin/carebridge admin create-business --name "Demo Harbor Practice" --email demo@harbor.example --owner "$sub_b" | id_of id)
+fi
+save_demo() { printf 'BUSINESS_ID=%s\nLOCATION_ID=%s\nPRACTICE_B_ID=%s\n' "$BUSINESS_ID" "${LOCATION_ID:-}" "$PRACTICE_B_ID" > data/demo.env; }
+save_demo
+demo_start "$BUSINESS_ID" "$PRACTICE_B_ID"
 
 bin/carebridge serve &
 pid=$!
@@ -54,12 +76,9 @@ for _ in $(seq 1 50); do
 done
 printf 'hello from carebridge\n' > data/hello.txt
 
-# Seed one demo business (once per database) owned by the token's subject.
+# Seed the demo business (practice A) once: a location, providers, hours.
 auth=(-H "Authorization: Bearer $token" -H "user-type: business")
-id_of() { sed -E 's/.*"'"$1"'":"?([^",}]*)"?.*/\1/'; }
-[ -s data/demo.env ] && . data/demo.env
-if [ -z "${BUSINESS_ID:-}" ] || ! curl -fsS "${auth[@]}" "$base/business/$BUSINESS_ID" >/dev/null 2>&1; then
-	BUSINESS_ID=$(bin/carebridge admin create-business --name "Demo Family Clinic" --email demo@clinic.example --owner "$sub" | id_of id)
+if [ -z "${LOCATION_ID:-}" ]; then
 	LOCATION_ID=$(curl -fsS "${auth[@]}" \
 		-F 'generalInfo={"name":"Demo Clinic Downtown","timezone":"America/Chicago","phone":"+1 512 555 0100","email":"front@clinic.example","adminName":"Dr. Jane A. Smith, MD"}' \
 		-F 'address={"address":"1 Congress Ave","city":"Austin","state":"TX","zipCode":"78701","country":"US"}' \
@@ -70,7 +89,7 @@ if [ -z "${BUSINESS_ID:-}" ] || ! curl -fsS "${auth[@]}" "$base/business/$BUSINE
 	curl -fsS "${auth[@]}" -H 'Content-Type: application/json' -d '{"businessLocationId":'"$LOCATION_ID"',"operatingHours":[
 		{"day":"Monday","start_time":"08:00","end_time":"17:00"},{"day":"Wednesday","start_time":"08:00","end_time":"17:00"},
 		{"day":"Friday","start_time":"09:00","end_time":"13:00"}]}' "$base/business/operating-hours/add" >/dev/null
-	printf 'BUSINESS_ID=%s\nLOCATION_ID=%s\n' "$BUSINESS_ID" "$LOCATION_ID" > data/demo.env
+	save_demo
 fi
 cat <<TXT
 
@@ -115,16 +134,35 @@ if [ -n "${DEMO_AGENT_ID:-}" ]; then
 	day=$(TZ=$DEMO_AGENT_TZ date -d '+2 day' +%F)
 	[ "$(date -d "$day" +%u)" = 7 ] && day=$(date -d "$day +1 day" +%F)
 	start=$(TZ=$DEMO_AGENT_TZ date -d "$day 10:30" +%FT%T%:z)
+	if [ "$DEMO_INTEGRATION" = demo-fhir ]; then
+		practices="Two practices, each with its own EHR: A (the demo business above, owner \"$sub\", \$TOKEN) is served by
+the FHIR server (demo-fhir), B \"Demo Harbor Practice\" $PRACTICE_B_ID (owner \"$sub_b\") by the bot (demo-bot)."
+	else
+		practices="Two practices: A (the demo business above, owner \"$sub\", \$TOKEN) and B \"Demo Harbor Practice\"
+$PRACTICE_B_ID (owner \"$sub_b\"); without the FHIR demo the bot serves both."
+	fi
 	cat <<TXT
 
 $demo_note
-Search both demo EHRs (the same person from both, merged by MRN):
+$practices
+
+Search (acting for practice A, the only practice of "$sub"): a person both demo EHRs hold
+(same MRN: a practice served by both systems would see them merged), then a common given name:
   curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
     -d '{"query":"family:$DEMO_FAMILY given:$DEMO_GIVEN"}' $base/api/v1/search
   curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
     -d '{"query":"given:Ava","pagination":{"page":1,"limit":5}}' $base/api/v1/search
 
-Practitioners ($DEMO_INTEGRATION answers the appointment endpoints), and $DEMO_AGENT_NAME's free slots on $day:
+Practice B's owner, and the same search acting for A, then for B (X-Business-Id names the practice;
+a caller in exactly one practice may leave it out). The FHIR server and the bot hold different Avas:
+  export TOKEN_B=$token_b
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "X-Business-Id: $BUSINESS_ID" -H 'Content-Type: application/json' \\
+    -d '{"query":"given:Ava"}' $base/api/v1/search
+  curl -sS -H "Authorization: Bearer \$TOKEN_B" -H "X-Business-Id: $PRACTICE_B_ID" -H 'Content-Type: application/json' \\
+    -d '{"query":"given:Ava"}' $base/api/v1/search
+  curl -sS -H "Authorization: Bearer \$TOKEN_B" $base/agents
+
+Practitioners of practice A ($DEMO_INTEGRATION answers its appointment endpoints), and $DEMO_AGENT_NAME's free slots on $day:
   curl -sS -H "Authorization: Bearer \$TOKEN" $base/agents
   curl -sS -H "Authorization: Bearer \$TOKEN" "$base/agents/$DEMO_AGENT_ID/availability?from=$day&to=$day&duration=30"
 
@@ -135,7 +173,8 @@ Book $start (a repeat with the same Idempotency-Key answers the same appointment
     $base/appointment/customer
   curl -sS -H "Authorization: Bearer \$TOKEN" "$base/appointment?agentId=$DEMO_AGENT_ID"
 
-A patient's token (books, lists and changes only its own appointments):
+A patient's token (books, lists and changes only its own appointments; it names the practice
+with -H "X-Business-Id: $BUSINESS_ID"):
   export PATIENT_TOKEN=\$(bin/carebridge dev-token --sub patient-ava --scope "patient/Appointment.cus")
 TXT
 elif [ -n "${demo_note:-}" ]; then
