@@ -27,9 +27,10 @@ const (
 	BotName  = "demo-bot"
 )
 
-// Practices are the demo's two practices (business UUIDs), each served by
-// its own demo EHR: FHIR by the FHIR server, Bot by the bot. Without the
-// FHIR demo the bot serves both. The zero value binds no system to a
+// Practices are the demo's two practices (business UUIDs), each with its
+// own integration EHR: FHIR the FHIR server, Bot the bot. The bot also
+// serves FHIR's searches (a person in both systems is merged there); without
+// the FHIR demo the bot serves both. The zero value binds no system to a
 // business (a single-practice file: every business is served by both).
 type Practices struct {
 	FHIR, Bot string
@@ -99,8 +100,10 @@ func Start(dir, medplum string, key []byte, p Practices) (*Demo, error) {
 			return nil, fmt.Errorf("FHIR demo: %w", err)
 		}
 		if bound {
+			// A is served by both systems (a person in both is merged in
+			// its searches), B by the bot alone.
 			system += businesses(p.FHIR)
-			systems[0] += businesses(p.Bot)
+			systems[0] += businesses(p.FHIR, p.Bot)
 			byBusiness = fmt.Sprintf("  by_business:\n    %s: %s\n    %s: %s\n", p.FHIR, FHIRName, p.Bot, BotName)
 		}
 		systems = append([]string{system}, systems...)
