@@ -483,7 +483,7 @@ type AuditFilter struct {
 	Since    time.Time    // events at or after
 	Actor    string       // exactly this actor
 	Action   audit.Action // exactly this action
-	Business string       // exactly this business id; a non-UUID matches nothing
+	Business string       // exactly this business id; List refuses a non-UUID
 	Limit    int          // the most recent Limit of them; 0: every one
 }
 
@@ -510,7 +510,7 @@ func (r *AuditTrail) List(ctx context.Context, f AuditFilter) ([]audit.Event, er
 	if f.Business != "" {
 		u, ok := parseUUID(f.Business)
 		if !ok {
-			return nil, nil
+			return nil, fmt.Errorf("list audit events: business id %q is not a UUID", f.Business)
 		}
 		cond("business_id = $%d", u)
 	}
