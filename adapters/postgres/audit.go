@@ -306,16 +306,16 @@ func appendTx(ctx context.Context, tx pgx.Tx, calls []*auditCall) (chainHead, er
 
 // appendPending appends, in tx, the event that ctx carries to be committed
 // with the change tx makes (audit.Pending), naming resourceID, the changed
-// row. It returns the pending event, nil when ctx carries none: the
+// row, and businessID, its business ("" for none). It returns the pending event, nil when ctx carries none: the
 // caller marks it committed once tx has. A failure is audit.ErrUnavailable.
 // Call it last in tx: the chain head stays locked until tx ends.
-func appendPending(ctx context.Context, tx pgx.Tx, resourceID string) (*audit.Pending, error) {
+func appendPending(ctx context.Context, tx pgx.Tx, resourceID, businessID string) (*audit.Pending, error) {
 	p := audit.PendingFrom(ctx)
 	if p == nil {
 		return nil, nil
 	}
 	e := p.Event
-	e.ResourceID, e.At = resourceID, time.Now()
+	e.ResourceID, e.BusinessID, e.At = resourceID, businessID, time.Now()
 	c, err := newAuditCall(e)
 	if err == nil {
 		_, err = appendTx(ctx, tx, []*auditCall{c})

@@ -583,7 +583,7 @@ func TestIntegrationBlobRepo_CommitsTheRequestsAuditEventWithTheChange(t *testin
 
 	pending := func(action audit.Action, status int) (context.Context, *audit.Pending) {
 		p := &audit.Pending{Event: audit.Event{RequestID: "req-" + string(action), Actor: "alice", Action: action,
-			ResourceType: "blob", BusinessID: auditBusiness, Outcome: audit.Success, Status: status}}
+			ResourceType: "blob", Outcome: audit.Success, Status: status}}
 		return audit.WithPending(context.Background(), p), p
 	}
 	b := storage.Blob{Name: "obj-1", Container: storage.ContainerUploads, OriginalFilename: "a.txt",
@@ -615,7 +615,7 @@ func TestIntegrationBlobRepo_CommitsTheRequestsAuditEventWithTheChange(t *testin
 	for i, want := range map[int]audit.Event{3: {Action: audit.BlobUpload, Status: 201}, 6: {Action: audit.BlobDelete, Status: 200}} {
 		e := events[i]
 		if e.Action != want.Action || e.Status != want.Status || e.ResourceID != id || e.Outcome != audit.Success ||
-			e.RequestID != "req-"+string(want.Action) || e.BusinessID != auditBusiness || e.At.IsZero() {
+			e.RequestID != "req-"+string(want.Action) || e.At.IsZero() {
 			t.Errorf("event %d: %+v", i, e)
 		}
 	}
@@ -763,5 +763,56 @@ func TestIntegrationAuditTrail_FormerEventsWithoutBusinessStillVerify(t *testing
 	tamper(t, db, `UPDATE audit_events SET business_id = gen_random_uuid() WHERE id = 5`)
 	if n, bad, ok := verifyAudit(t, db); ok || n != 5 || bad != 5 {
 		t.Fatalf("changed business: events=%d firstBad=%d ok=%v", n, bad, ok)
+	}
+}
+
+// A blob entry is read with the business of its location, and the audit
+// events committed with its upload and its removal name that business; an
+// entry without a location, or whose location is not a number, names none.
+func TestIntegrationBlobRepo_NamesTheBusinessOfTheBlobsLocation(t *testing.T) {
+	db := pgtest.Store(t)
+	repo := db.Blobs()
+	biz := seedBusiness(t, db, "owner-biz")
+	loc := seedLocation(t, db, biz, "Main street")
+	for _, tt := range []struct{ name, location, want string }{
+		{"at a location", fmt.Sprint(loc.ID), biz.ID},
+		{"without a location", "", ""},
+		{"at a location that is not a number", "main", ""},
+		{"at a location that does not exist", "999999", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pending := func(action audit.Action) (context.Context, *audit.Pending) {
+				p := &audit.Pending{Event: audit.Event{RequestID: "r-" + tt.name, Actor: "alice", Action: action,
+					ResourceType: "blob", Outcome: audit.Success, Status: 200}}
+				return audit.WithPending(context.Background(), p), p
+			}
+			b := storage.Blob{Name: "obj-" + tt.name, Container: storage.ContainerUploads, OriginalFilename: "a.txt",
+				ContentType: "text/plain", Size: 1, UploadedBy: "alice", SHA256: "ab", BusinessLocationID: tt.location}
+			ctx, p := pending(audit.BlobUpload)
+			if err := repo.Insert(ctx, &b); err != nil || !p.Committed() || b.BusinessID != tt.want {
+				t.Fatalf("insert: %v, committed %v, business %q", err, p.Committed(), b.BusinessID)
+			}
+			got, err := repo.Get(context.Background(), b.ID)
+			if err != nil || got.BusinessID != tt.want {
+				t.Fatalf("get: %v, business %q, want %q", err, got.BusinessID, tt.want)
+			}
+			ctx, p = pending(audit.BlobDelete)
+			if err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
+				t.Fatalf("delete: %v, committed %v", err, p.Committed())
+			}
+			events, err := db.AuditTrail().List(context.Background(), postgres.AuditFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events = events[len(events)-2:]
+			for _, e := range events {
+				if e.RequestID != "r-"+tt.name || e.ResourceID != fmt.Sprint(b.ID) || e.BusinessID != tt.want {
+					t.Errorf("%s event: %+v, want business %q", e.Action, e, tt.want)
+				}
+			}
+		})
+	}
+	if n, bad, ok := verifyAudit(t, db); !ok || n != 8 {
+		t.Fatalf("verify: events=%d firstBad=%d ok=%v", n, bad, ok)
 	}
 }
