@@ -44,6 +44,7 @@ type auditRecord struct {
 	action       audit.Action
 	resourceType string
 	resourceID   string
+	businessID   string
 	detail       map[string]any
 	// pending is the final event when it is to be committed with the
 	// change (auditWithChange), nil otherwise.
@@ -74,6 +75,14 @@ func auditDetail(ctx context.Context, detail map[string]any) {
 	}
 }
 
+// auditBusiness sets the business the request acted for (the acting
+// business, a blob's business), recorded as the event's businessId.
+func auditBusiness(ctx context.Context, id string) {
+	if a := auditOf(ctx); a != nil {
+		a.businessID = id
+	}
+}
+
 // auditEvent is the request's event, answered with status.
 func (i *requestInfo) auditEvent(status int) audit.Event {
 	a := i.audit
@@ -84,6 +93,7 @@ func (i *requestInfo) auditEvent(status int) audit.Event {
 		Action:       a.action,
 		ResourceType: a.resourceType,
 		ResourceID:   a.resourceID,
+		BusinessID:   a.businessID,
 		Outcome:      audit.OutcomeOf(status),
 		Status:       status,
 		Detail:       a.detail,

@@ -438,3 +438,44 @@ func TestAudit_TheStartedEventIsCommittedBeforeTheEHRIsCalled(t *testing.T) {
 		t.Fatalf("malformed booking: %d, %d events, last %+v", w.Code, len(a.recorded()), e)
 	}
 }
+
+// A blob request's event names the blob's business, as the storage core
+// reads it with the blob; a blob of no business, or one the caller may not
+// see, names none.
+func TestAudit_BlobEventsNameTheBlobsBusiness(t *testing.T) {
+	const business = "3d2c1b0a-9f8e-4d7c-8b6a-5f4e3d2c1b0a"
+	ofBusiness := sample
+	ofBusiness.BusinessLocationID, ofBusiness.BusinessID = "12", business
+	st := &StorageMock{
+		MetadataFunc: func(_ context.Context, id int64) (storage.Blob, error) {
+			switch id {
+			case 1:
+				return ofBusiness, nil
+			case 2:
+				return sample, nil
+			}
+			return storage.Blob{}, storage.ErrBlobNotFound
+		},
+		DownloadFunc: func(context.Context, int64, *storage.ByteRange) (*storage.Download, error) {
+			d := download("abcdefghi", false, 0)
+			d.Blob.BusinessID = business
+			return d, nil
+		},
+	}
+	for _, tt := range []struct {
+		name, path, want string
+	}{
+		{"metadata of a blob of a business", "/cloud-blob/metadata/1", business},
+		{"metadata of a blob without a location", "/cloud-blob/metadata/2", ""},
+		{"metadata refused", "/cloud-blob/metadata/3", ""},
+		{"download", "/cloud-blob/download/1", business},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &trail{}
+			do(t, auditedServer(t, a, st, &IntegrationMock{}, &SearchMock{}), "GET", tt.path, nil, "Authorization", "Bearer good-alice")
+			if e := a.only(t); e.BusinessID != tt.want {
+				t.Fatalf("businessId %q, want %q: %+v", e.BusinessID, tt.want, e)
+			}
+		})
+	}
+}

@@ -128,6 +128,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.uploaded.Add(float64(blob.Size))
 	auditResource(r.Context(), strconv.FormatInt(blob.ID, 10))
+	auditBusiness(r.Context(), blob.BusinessID) // its committed event has it already
 	writeJSON(w, http.StatusCreated, newBlobResponse(blob))
 }
 
@@ -352,6 +353,7 @@ func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	auditBusiness(r.Context(), b.BusinessID)
 	writeJSON(w, http.StatusOK, newBlobResponse(b))
 }
 
@@ -387,6 +389,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	d, err := s.storage.Download(r.Context(), id, rng)
 	if errors.Is(err, storage.ErrRangeNotSatisfiable) {
 		if b, merr := s.storage.Metadata(r.Context(), id); merr == nil {
+			auditBusiness(r.Context(), b.BusinessID)
 			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", b.Size))
 		}
 	}
@@ -395,6 +398,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer d.Body.Close()
+	auditBusiness(r.Context(), d.Blob.BusinessID)
 
 	h := w.Header()
 	h.Set("Content-Type", d.Blob.ContentType)

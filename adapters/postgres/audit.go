@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/core/audit"
@@ -53,9 +54,10 @@ type AuditLog struct {
 
 // auditCall is one queued event and the caller waiting for its commit.
 type auditCall struct {
-	e      audit.Event
-	detail []byte     // audit.CanonicalDetail(e.Detail), what is stored
-	done   chan error // buffered: the writer never waits on a caller
+	e        audit.Event
+	detail   []byte      // audit.CanonicalDetail(e.Detail), what is stored
+	business pgtype.UUID // e.BusinessID; not Valid when none
+	done     chan error  // buffered: the writer never waits on a caller
 }
 
 // AuditLog starts a writer of the audit trail. It has a small pool of its
@@ -91,8 +93,8 @@ func (s *Store) AuditLog(cfg AuditConfig) (*AuditLog, error) {
 // Record appends e to the trail and returns once the transaction holding it
 // has committed, or with the error that failed that transaction (every
 // caller of the batch gets it), or ctx's error. An event that cannot be
-// stored (an unknown outcome, a detail that is not JSON) fails at once,
-// alone. The store assigns ID and Hash; At is the caller's (the current
+// stored (an unknown outcome, a detail that is not JSON, a business id that
+// is not a UUID) fails at once, alone. The store assigns ID and Hash; At is the caller's (the current
 // time when zero), kept to the microsecond. Text that PostgreSQL cannot
 // store (a NUL, invalid UTF-8) is replaced by U+FFFD. An error does not
 // prove the event was not stored: ctx may end, or the connection drop,
@@ -148,7 +150,28 @@ func newAuditCall(e audit.Event) (*auditCall, error) {
 	e.Action = audit.Action(storableText(string(e.Action)))
 	e.ResourceType = storableText(e.ResourceType)
 	e.ResourceID = storableText(e.ResourceID)
-	return &auditCall{e: e, detail: detail, done: make(chan error, 1)}, nil
+	business, err := auditBusiness(e.BusinessID)
+	if err != nil {
+		return nil, err
+	}
+	e.BusinessID = business.String()
+	return &auditCall{e: e, detail: detail, business: business, done: make(chan error, 1)}, nil
+}
+
+// auditBusiness reads an event's business id for the uuid column: none for
+// "", else a UUID written 8-4-4-4-12, kept in lower case (the form the
+// column gives back, so the hash covers what is read). Anything else is
+// refused, that event alone: no event is stored with a business it did not
+// name.
+func auditBusiness(id string) (pgtype.UUID, error) {
+	if id == "" {
+		return pgtype.UUID{}, nil
+	}
+	u, ok := parseUUID(id)
+	if !ok || !strings.EqualFold(u.String(), id) {
+		return pgtype.UUID{}, fmt.Errorf("record audit event: business id %q is not a UUID", storableText(id))
+	}
+	return u, nil
 }
 
 // storableText replaces what a PostgreSQL text column refuses: NUL and
@@ -283,16 +306,16 @@ func appendTx(ctx context.Context, tx pgx.Tx, calls []*auditCall) (chainHead, er
 
 // appendPending appends, in tx, the event that ctx carries to be committed
 // with the change tx makes (audit.Pending), naming resourceID, the changed
-// row. It returns the pending event, nil when ctx carries none: the
+// row, and businessID, its business ("" for none). It returns the pending event, nil when ctx carries none: the
 // caller marks it committed once tx has. A failure is audit.ErrUnavailable.
 // Call it last in tx: the chain head stays locked until tx ends.
-func appendPending(ctx context.Context, tx pgx.Tx, resourceID string) (*audit.Pending, error) {
+func appendPending(ctx context.Context, tx pgx.Tx, resourceID, businessID string) (*audit.Pending, error) {
 	p := audit.PendingFrom(ctx)
 	if p == nil {
 		return nil, nil
 	}
 	e := p.Event
-	e.ResourceID, e.At = resourceID, time.Now()
+	e.ResourceID, e.BusinessID, e.At = resourceID, businessID, time.Now()
 	c, err := newAuditCall(e)
 	if err == nil {
 		_, err = appendTx(ctx, tx, []*auditCall{c})
@@ -337,9 +360,10 @@ const appendAudit = `
 	WITH head AS (
 		UPDATE audit_chain_head SET id = $12, hash = $13 WHERE id = $14 AND hash = $15 RETURNING id
 	)
-	INSERT INTO audit_events (id, at, request_id, actor, action, resource_type, resource_id, outcome, status, detail, hash)
+	INSERT INTO audit_events (id, at, request_id, actor, action, resource_type, resource_id, outcome, status, detail, hash,
+		business_id)
 	SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
-		$7::text[], $8::text[], $9::smallint[], $10::jsonb[], $11::bytea[])
+		$7::text[], $8::text[], $9::smallint[], $10::jsonb[], $11::bytea[], $16::uuid[])
 	WHERE EXISTS (SELECT FROM head)`
 
 // auditColumns holds a batch column by column, for one INSERT … unnest.
@@ -350,9 +374,10 @@ type auditColumns struct {
 	status                                                      []int16
 	detail                                                      []string
 	hash                                                        [][]byte
+	business                                                    []pgtype.UUID
 }
 
-func (c *auditColumns) add(e audit.Event, detail, hash []byte) {
+func (c *auditColumns) add(e audit.Event, detail, hash []byte, business pgtype.UUID) {
 	c.id = append(c.id, e.ID)
 	c.at = append(c.at, e.At)
 	c.requestID = append(c.requestID, e.RequestID)
@@ -364,6 +389,7 @@ func (c *auditColumns) add(e audit.Event, detail, hash []byte) {
 	c.status = append(c.status, int16(e.Status))
 	c.detail = append(c.detail, string(detail))
 	c.hash = append(c.hash, hash)
+	c.business = append(c.business, business)
 }
 
 // chain gives calls their ids and hashes after head: the arguments of
@@ -376,10 +402,11 @@ func chain(calls []*auditCall, head chainHead) ([]any, chainHead) {
 		e := c.e
 		e.ID = next.id
 		next.hash = audit.LinkDetail(next.hash, e, c.detail)
-		cols.add(e, c.detail, next.hash)
+		cols.add(e, c.detail, next.hash, c.business)
 	}
 	return []any{cols.id, cols.at, cols.requestID, cols.actor, cols.action, cols.resourceType,
-		cols.resourceID, cols.outcome, cols.status, cols.detail, cols.hash, next.id, next.hash, head.id, head.hash}, next
+		cols.resourceID, cols.outcome, cols.status, cols.detail, cols.hash, next.id, next.hash, head.id, head.hash,
+		cols.business}, next
 }
 
 // append chains calls after head and appends them in one statement; it
@@ -453,13 +480,14 @@ func (s *Store) AuditTrail() *AuditTrail { return &AuditTrail{pool: s.pool} }
 
 // AuditFilter selects events for List. Zero fields do not filter.
 type AuditFilter struct {
-	Since  time.Time    // events at or after
-	Actor  string       // exactly this actor
-	Action audit.Action // exactly this action
-	Limit  int          // the most recent Limit of them; 0: every one
+	Since    time.Time    // events at or after
+	Actor    string       // exactly this actor
+	Action   audit.Action // exactly this action
+	Business string       // exactly this business id; List refuses a non-UUID
+	Limit    int          // the most recent Limit of them; 0: every one
 }
 
-const auditSelect = `id, at, request_id, actor, action, resource_type, resource_id, outcome, status, detail, hash`
+const auditSelect = `id, at, request_id, actor, action, resource_type, resource_id, business_id, outcome, status, detail, hash`
 
 // List returns the events that match f, oldest first: the f.Limit most
 // recent of them (by at, then id).
@@ -478,6 +506,13 @@ func (r *AuditTrail) List(ctx context.Context, f AuditFilter) ([]audit.Event, er
 	}
 	if f.Action != "" {
 		cond("action = $%d", string(f.Action))
+	}
+	if f.Business != "" {
+		u, ok := parseUUID(f.Business)
+		if !ok {
+			return nil, fmt.Errorf("list audit events: business id %q is not a UUID", f.Business)
+		}
+		cond("business_id = $%d", u)
 	}
 	q := `SELECT ` + auditSelect + ` FROM audit_events`
 	if len(where) > 0 {
@@ -546,10 +581,12 @@ func scanAuditEvent(row pgx.CollectableRow) (audit.Event, error) {
 	var e audit.Event
 	var action, outcome string
 	var detail []byte
+	var business pgtype.UUID
 	if err := row.Scan(&e.ID, &e.At, &e.RequestID, &e.Actor, &action, &e.ResourceType, &e.ResourceID,
-		&outcome, &e.Status, &detail, &e.Hash); err != nil {
+		&business, &outcome, &e.Status, &detail, &e.Hash); err != nil {
 		return audit.Event{}, err
 	}
+	e.BusinessID = business.String() // "" when NULL
 	e.At = e.At.UTC()
 	e.Action, e.Outcome = audit.Action(action), audit.Outcome(outcome)
 	if len(detail) == 0 || detail[0] != '{' || json.Unmarshal(detail, &e.Detail) != nil {

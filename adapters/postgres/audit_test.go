@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime"
@@ -25,6 +26,9 @@ import (
 
 var auditT0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 
+// auditBusiness is a business id for the events that have one.
+const auditBusiness = "6f1c2a9e-0d4b-4e8a-9c3f-5b7d1e2a4c60"
+
 // auditEvent is the i-th sample event; its fields vary with i.
 func auditEvent(i int) audit.Event {
 	actions := []audit.Action{audit.PatientSearch, audit.BlobDownload, audit.AppointmentCreate}
@@ -37,6 +41,7 @@ func auditEvent(i int) audit.Event {
 		ResourceID:   fmt.Sprint(100 + i),
 		Outcome:      audit.Success,
 		Status:       200,
+		BusinessID:   map[bool]string{true: auditBusiness}[i%4 == 3],
 		Detail:       map[string]any{"results": i, "sources": []string{"epic"}, "cacheHit": i%2 == 0},
 	}
 }
@@ -103,6 +108,10 @@ func TestIntegrationAuditLog_StoresEveryFieldAndChainsIt(t *testing.T) {
 		// What a text column refuses is replaced, not lost with the batch.
 		{At: at.Add(2 * time.Second), RequestID: "r-\x00-\xff", Actor: "bob", Action: audit.BlobDelete,
 			ResourceType: "blob", ResourceID: "43", Outcome: audit.Failed, Status: 500, Detail: map[string]any{}},
+		// A business, given in upper case: kept in the column's lower case.
+		{At: at.Add(3 * time.Second), RequestID: "r-4", Actor: "carol", Action: audit.BlobMetadata,
+			ResourceType: "blob", ResourceID: "44", BusinessID: strings.ToUpper(auditBusiness),
+			Outcome: audit.Success, Status: 200},
 	}
 	for _, e := range in {
 		if err := l.Record(ctx, e); err != nil {
@@ -124,9 +133,13 @@ func TestIntegrationAuditLog_StoresEveryFieldAndChainsIt(t *testing.T) {
 		if i == 2 {
 			want.RequestID = "r-\uFFFD-\uFFFD"
 		}
+		if i == 3 {
+			want.BusinessID = auditBusiness
+		}
 		if g.ID != want.ID || !g.At.Equal(want.At) || g.At.Location() != time.UTC || g.RequestID != want.RequestID ||
 			g.Actor != want.Actor || g.Action != want.Action || g.ResourceType != want.ResourceType ||
-			g.ResourceID != want.ResourceID || g.Outcome != want.Outcome || g.Status != want.Status {
+			g.ResourceID != want.ResourceID || g.BusinessID != want.BusinessID || g.Outcome != want.Outcome ||
+			g.Status != want.Status {
 			t.Errorf("event %d:\n got %+v\nwant %+v", i+1, g, want)
 		}
 		if !bytes.Equal(audit.Canonical(g), audit.Canonical(want)) {
@@ -140,10 +153,13 @@ func TestIntegrationAuditLog_StoresEveryFieldAndChainsIt(t *testing.T) {
 	if d := got[0].Detail; d["results"] != 3.0 || d["cacheHit"] != false || fmt.Sprint(d["sources"]) != "[epic wsbot]" {
 		t.Errorf("detail %v", d)
 	}
-	if n, bad, ok := verifyAudit(t, db); !ok || n != 3 || bad != 0 {
+	if n := count(t, db, `SELECT count(*) FROM audit_events WHERE business_id IS NULL`); n != 3 {
+		t.Errorf("%d events without a business stored with NULL, want 3", n)
+	}
+	if n, bad, ok := verifyAudit(t, db); !ok || n != 4 || bad != 0 {
 		t.Fatalf("verify: events=%d firstBad=%d ok=%v", n, bad, ok)
 	}
-	if s := l.Stats(); s.Events != 3 || s.Failed != 0 || s.Batches == 0 {
+	if s := l.Stats(); s.Events != 4 || s.Failed != 0 || s.Batches == 0 {
 		t.Fatalf("stats %+v", s)
 	}
 }
@@ -153,9 +169,14 @@ func TestIntegrationAuditLog_RefusesEventsItCannotStore(t *testing.T) {
 	l := newAuditLog(t, db, postgres.AuditConfig{})
 	ok := auditEvent(0)
 	for name, change := range map[string]func(*audit.Event){
-		"unknown outcome":   func(e *audit.Event) { e.Outcome = "maybe" },
-		"status too large":  func(e *audit.Event) { e.Status = 40000 },
-		"detail with a NUL": func(e *audit.Event) { e.Detail = map[string]any{"x": "\x00"} },
+		"unknown outcome":     func(e *audit.Event) { e.Outcome = "maybe" },
+		"status too large":    func(e *audit.Event) { e.Status = 40000 },
+		"detail with a NUL":   func(e *audit.Event) { e.Detail = map[string]any{"x": "\x00"} },
+		"business not a UUID": func(e *audit.Event) { e.BusinessID = "business-1" },
+		"business UUID without dashes": func(e *audit.Event) {
+			e.BusinessID = strings.ReplaceAll(auditBusiness, "-", "")
+		},
+		"business UUID in braces": func(e *audit.Event) { e.BusinessID = "{" + auditBusiness + "}" },
 	} {
 		e := ok
 		change(&e)
@@ -479,6 +500,9 @@ func TestIntegrationAuditTrail_ListFilters(t *testing.T) {
 		{"the most recent, oldest first", postgres.AuditFilter{Limit: 3}, []int64{10, 11, 12}},
 		{"actor and action", postgres.AuditFilter{Actor: "alice", Action: audit.PatientSearch}, []int64{1, 7}},
 		{"all together", postgres.AuditFilter{Since: auditT0.Add(time.Minute), Actor: "alice", Action: audit.PatientSearch, Limit: 2}, []int64{7}},
+		{"business", postgres.AuditFilter{Business: auditBusiness}, []int64{4, 8, 12}},
+		{"business and actor", postgres.AuditFilter{Business: auditBusiness, Actor: "bob"}, []int64{4, 8, 12}},
+		{"another business", postgres.AuditFilter{Business: "00000000-0000-4000-8000-000000000000"}, []int64{}},
 		{"nothing", postgres.AuditFilter{Actor: "carol"}, []int64{}},
 	}
 	for _, tt := range tests {
@@ -491,6 +515,10 @@ func TestIntegrationAuditTrail_ListFilters(t *testing.T) {
 				t.Fatalf("ids %v, want %v", ids(got), tt.want)
 			}
 		})
+	}
+	if _, err := db.AuditTrail().List(context.Background(), postgres.AuditFilter{Business: "biz-1"}); err == nil ||
+		!strings.Contains(err.Error(), "not a UUID") {
+		t.Fatalf("a business id that is not a UUID: %v", err)
 	}
 }
 
@@ -703,5 +731,88 @@ func TestIntegrationAuditLog_ARefusedEventFailsAloneInItsBatch(t *testing.T) {
 	}
 	if _, _, ok := verifyAudit(t, db); !ok {
 		t.Fatal("chain broken")
+	}
+}
+
+// A chain written before events carried a business (hashes over the former
+// canonical form, no business_id) still verifies, and events appended after
+// it, with a business or without, extend it.
+func TestIntegrationAuditTrail_FormerEventsWithoutBusinessStillVerify(t *testing.T) {
+	db := pgtest.Store(t)
+	// Written as the former writer did: its canonical form, typed out here.
+	former := []byte(`{"id":1,"at":"2025-03-01T09:00:00Z","requestId":"r-old","actor":"alice",` +
+		`"action":"blob.download","resourceType":"blob","resourceId":"7","outcome":"success","status":200,"detail":{}}`)
+	h := sha256.Sum256(append(audit.Genesis(), former...))
+	for _, sql := range []string{`INSERT INTO audit_events (id, at, request_id, actor, action, resource_type,
+			resource_id, outcome, status, detail, hash)
+		VALUES (1, '2025-03-01T09:00:00Z', 'r-old', 'alice', 'blob.download', 'blob', '7', 'success', 200, '{}', $1)`,
+		`UPDATE audit_chain_head SET id = 1, hash = $1`} {
+		if _, err := db.Pool().Exec(context.Background(), sql, h[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, bad, ok := verifyAudit(t, db); !ok || n != 1 {
+		t.Fatalf("the former chain: events=%d firstBad=%d ok=%v", n, bad, ok)
+	}
+	l := newAuditLog(t, db, postgres.AuditConfig{})
+	recordAudit(t, l, 4) // the last has a business
+	if n, bad, ok := verifyAudit(t, db); !ok || n != 5 {
+		t.Fatalf("extended: events=%d firstBad=%d ok=%v", n, bad, ok)
+	}
+	// The business is covered by the hash.
+	tamper(t, db, `UPDATE audit_events SET business_id = gen_random_uuid() WHERE id = 5`)
+	if n, bad, ok := verifyAudit(t, db); ok || n != 5 || bad != 5 {
+		t.Fatalf("changed business: events=%d firstBad=%d ok=%v", n, bad, ok)
+	}
+}
+
+// A blob entry is read with the business of its location, and the audit
+// events committed with its upload and its removal name that business; an
+// entry without a location, or whose location is not a number, names none.
+func TestIntegrationBlobRepo_NamesTheBusinessOfTheBlobsLocation(t *testing.T) {
+	db := pgtest.Store(t)
+	repo := db.Blobs()
+	biz := seedBusiness(t, db, "owner-biz")
+	loc := seedLocation(t, db, biz, "Main street")
+	for _, tt := range []struct{ name, location, want string }{
+		{"at a location", fmt.Sprint(loc.ID), biz.ID},
+		{"without a location", "", ""},
+		{"at a location that is not a number", "main", ""},
+		{"at a location that does not exist", "999999", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pending := func(action audit.Action) (context.Context, *audit.Pending) {
+				p := &audit.Pending{Event: audit.Event{RequestID: "r-" + tt.name, Actor: "alice", Action: action,
+					ResourceType: "blob", Outcome: audit.Success, Status: 200}}
+				return audit.WithPending(context.Background(), p), p
+			}
+			b := storage.Blob{Name: "obj-" + tt.name, Container: storage.ContainerUploads, OriginalFilename: "a.txt",
+				ContentType: "text/plain", Size: 1, UploadedBy: "alice", SHA256: "ab", BusinessLocationID: tt.location}
+			ctx, p := pending(audit.BlobUpload)
+			if err := repo.Insert(ctx, &b); err != nil || !p.Committed() || b.BusinessID != tt.want {
+				t.Fatalf("insert: %v, committed %v, business %q", err, p.Committed(), b.BusinessID)
+			}
+			got, err := repo.Get(context.Background(), b.ID)
+			if err != nil || got.BusinessID != tt.want {
+				t.Fatalf("get: %v, business %q, want %q", err, got.BusinessID, tt.want)
+			}
+			ctx, p = pending(audit.BlobDelete)
+			if err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
+				t.Fatalf("delete: %v, committed %v", err, p.Committed())
+			}
+			events, err := db.AuditTrail().List(context.Background(), postgres.AuditFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events = events[len(events)-2:]
+			for _, e := range events {
+				if e.RequestID != "r-"+tt.name || e.ResourceID != fmt.Sprint(b.ID) || e.BusinessID != tt.want {
+					t.Errorf("%s event: %+v, want business %q", e.Action, e, tt.want)
+				}
+			}
+		})
+	}
+	if n, bad, ok := verifyAudit(t, db); !ok || n != 8 {
+		t.Fatalf("verify: events=%d firstBad=%d ok=%v", n, bad, ok)
 	}
 }

@@ -25,9 +25,15 @@ const blobColumns = `id, blob_name, container_name, original_filename, content_t
 	is_encrypted, encryption_key_id, wrapped_key, sha256, uploaded_by, business_location_id,
 	practice_id, created_at, updated_at`
 
-// Insert stores b and sets its ID and times, and writes blob.uploaded and
-// the request's pending audit event (audit.Pending, naming b) in the same
-// transaction.
+// blobBusiness is, in a statement on blob_entries, the business of the
+// entry's location as text, empty when the entry has no location or its
+// location is gone (business_location_id is text, not a reference).
+const blobBusiness = `coalesce((SELECT l.business_id::text FROM business_locations l WHERE l.id =
+	CASE WHEN blob_entries.business_location_id ~ '^[0-9]{1,18}$' THEN blob_entries.business_location_id::bigint END), '')`
+
+// Insert stores b and sets its ID, times and BusinessID, and writes
+// blob.uploaded and the request's pending audit event (audit.Pending, naming
+// b and its business) in the same transaction.
 func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
 	var audited *audit.Pending
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
@@ -38,7 +44,7 @@ func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
 			return err
 		}
 		var err error
-		audited, err = appendPending(ctx, tx, strconv.FormatInt(b.ID, 10))
+		audited, err = appendPending(ctx, tx, strconv.FormatInt(b.ID, 10), b.BusinessID)
 		return err
 	})
 	if err != nil {
@@ -56,11 +62,11 @@ func (r *BlobRepo) insert(ctx context.Context, db dbtx, b *storage.Blob) error {
 			file_size, is_encrypted, encryption_key_id, wrapped_key, sha256, uploaded_by,
 			business_location_id, practice_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-		RETURNING id, created_at, updated_at`,
+		RETURNING id, created_at, updated_at, `+blobBusiness,
 		b.Name, string(b.Container), b.OriginalFilename, b.ContentType, b.Size, b.Encrypted,
 		nullable(b.KeyID), b.WrappedKey, b.SHA256, b.UploadedBy,
 		nullable(b.BusinessLocationID), nullable(b.PracticeID),
-	).Scan(&b.ID, &b.CreatedAt, &b.UpdatedAt)
+	).Scan(&b.ID, &b.CreatedAt, &b.UpdatedAt, &b.BusinessID)
 }
 
 // Known returns which of names an entry of container c names.
@@ -96,17 +102,17 @@ func (s *Store) SweepClaim(ctx context.Context, fn func(ctx context.Context) err
 	return ran, err
 }
 
-// Get returns blob entry id.
+// Get returns blob entry id, with the business of its location.
 func (r *BlobRepo) Get(ctx context.Context, id int64) (storage.Blob, error) {
 	var (
 		b                         storage.Blob
 		keyID, location, practice *string
 		container                 string
 	)
-	err := r.db.QueryRow(ctx, `SELECT `+blobColumns+` FROM blob_entries WHERE id = $1`, id).Scan(
+	err := r.db.QueryRow(ctx, `SELECT `+blobColumns+`, `+blobBusiness+` FROM blob_entries WHERE id = $1`, id).Scan(
 		&b.ID, &b.Name, &container, &b.OriginalFilename, &b.ContentType, &b.Size,
 		&b.Encrypted, &keyID, &b.WrappedKey, &b.SHA256, &b.UploadedBy, &location,
-		&practice, &b.CreatedAt, &b.UpdatedAt)
+		&practice, &b.CreatedAt, &b.UpdatedAt, &b.BusinessID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Blob{}, storage.ErrBlobNotFound
 	}
@@ -119,14 +125,16 @@ func (r *BlobRepo) Get(ctx context.Context, id int64) (storage.Blob, error) {
 }
 
 // Delete removes blob entry id, and writes blob.deleted and the request's
-// pending audit event (audit.Pending) in the same transaction.
+// pending audit event (audit.Pending, naming the blob's business) in the
+// same transaction.
 func (r *BlobRepo) Delete(ctx context.Context, id int64) error {
 	var audited *audit.Pending
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		var container string
 		var location *string
-		err := tx.QueryRow(ctx, `DELETE FROM blob_entries WHERE id = $1 RETURNING container_name, business_location_id`,
-			id).Scan(&container, &location)
+		var business string
+		err := tx.QueryRow(ctx, `DELETE FROM blob_entries WHERE id = $1 RETURNING container_name, business_location_id, `+
+			blobBusiness, id).Scan(&container, &location, &business)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return storage.ErrBlobNotFound
 		}
@@ -136,7 +144,7 @@ func (r *BlobRepo) Delete(ctx context.Context, id int64) error {
 		if err := emitBlob(ctx, tx, event.BlobDeleted, id, container, deref(location)); err != nil {
 			return err
 		}
-		audited, err = appendPending(ctx, tx, strconv.FormatInt(id, 10))
+		audited, err = appendPending(ctx, tx, strconv.FormatInt(id, 10), business)
 		return err
 	})
 	if errors.Is(err, storage.ErrBlobNotFound) {

@@ -17,7 +17,7 @@ import (
 )
 
 const auditUsage = `usage:
-  carebridge audit list [--since 24h|RFC3339] [--actor SUB] [--action A] [--limit N]
+  carebridge audit list [--since 24h|RFC3339] [--actor SUB] [--action A] [--business ID] [--limit N]
   carebridge audit verify`
 
 // auditCmd reads the audit trail: list prints events as JSON lines, verify
@@ -77,6 +77,7 @@ func parseAuditList(args []string, now time.Time) (postgres.AuditFilter, error) 
 	since := fs.String("since", "24h", "a duration back from now (24h, 90m) or an RFC 3339 time")
 	actor := fs.String("actor", "", "only this actor (token sub)")
 	action := fs.String("action", "", "only this action")
+	business := fs.String("business", "", "only the events of this business (its id)")
 	limit := fs.Int("limit", 1000, "at most this many of the most recent events")
 	if err := fs.Parse(args); err != nil {
 		return postgres.AuditFilter{}, fmt.Errorf("%v\n%s", err, auditUsage)
@@ -84,7 +85,7 @@ func parseAuditList(args []string, now time.Time) (postgres.AuditFilter, error) 
 	if fs.NArg() > 0 {
 		return postgres.AuditFilter{}, fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), auditUsage)
 	}
-	f := postgres.AuditFilter{Actor: *actor, Action: audit.Action(*action), Limit: *limit}
+	f := postgres.AuditFilter{Actor: *actor, Action: audit.Action(*action), Business: *business, Limit: *limit}
 	var err error
 	if f.Since, err = parseSince(*since, now); err != nil {
 		return postgres.AuditFilter{}, err
@@ -125,6 +126,7 @@ type auditLine struct {
 	Action       string         `json:"action"`
 	ResourceType string         `json:"resourceType"`
 	ResourceID   string         `json:"resourceId"`
+	BusinessID   *string        `json:"businessId"` // null when none
 	Outcome      string         `json:"outcome"`
 	Status       int            `json:"status"`
 	Detail       map[string]any `json:"detail"`
@@ -139,10 +141,14 @@ func writeAuditEvents(w io.Writer, events []audit.Event) error {
 		if detail == nil {
 			detail = map[string]any{}
 		}
+		var business *string
+		if e.BusinessID != "" {
+			business = &e.BusinessID
+		}
 		err := enc.Encode(auditLine{
 			ID: e.ID, At: e.At.UTC().Format(time.RFC3339Nano), RequestID: e.RequestID, Actor: e.Actor,
 			Action: string(e.Action), ResourceType: e.ResourceType, ResourceID: e.ResourceID,
-			Outcome: string(e.Outcome), Status: e.Status, Detail: detail, Hash: hex.EncodeToString(e.Hash),
+			BusinessID: business, Outcome: string(e.Outcome), Status: e.Status, Detail: detail, Hash: hex.EncodeToString(e.Hash),
 		})
 		if err != nil {
 			return err

@@ -27,6 +27,8 @@ func TestParseAuditList(t *testing.T) {
 		{[]string{"--since=2025-03-01T08:00:00+01:00"}, postgres.AuditFilter{Since: time.Date(2025, 3, 1, 7, 0, 0, 0, time.UTC), Limit: 1000}},
 		{[]string{"--actor", "alice", "--action", "blob.download", "--limit", "5"},
 			postgres.AuditFilter{Since: now.Add(-24 * time.Hour), Actor: "alice", Action: audit.BlobDownload, Limit: 5}},
+		{[]string{"--business", "6f1c2a9e-0d4b-4e8a-9c3f-5b7d1e2a4c60"},
+			postgres.AuditFilter{Since: now.Add(-24 * time.Hour), Business: "6f1c2a9e-0d4b-4e8a-9c3f-5b7d1e2a4c60", Limit: 1000}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -34,7 +36,8 @@ func TestParseAuditList(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !got.Since.Equal(tt.want.Since) || got.Actor != tt.want.Actor || got.Action != tt.want.Action || got.Limit != tt.want.Limit {
+			if !got.Since.Equal(tt.want.Since) || got.Actor != tt.want.Actor || got.Action != tt.want.Action ||
+				got.Business != tt.want.Business || got.Limit != tt.want.Limit {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
 		})
@@ -77,14 +80,14 @@ func TestWriteAuditEvents_OneJSONLinePerEvent(t *testing.T) {
 			Action: audit.BlobDownload, ResourceType: "blob", ResourceID: "7", Outcome: audit.Denied, Status: 401,
 			Hash: []byte{0xab, 0x01}},
 		{ID: 2, At: time.Date(2025, 3, 1, 9, 1, 0, 0, time.UTC), RequestID: "r2", Actor: "alice",
-			Action: audit.PatientSearch, ResourceType: "patient", Outcome: audit.Success, Status: 200,
-			Detail: map[string]any{"results": 2.0, "sources": []any{"epic"}, "cacheHit": true}, Hash: []byte{0xff}},
+			Action: audit.PatientSearch, ResourceType: "patient", BusinessID: "6f1c2a9e-0d4b-4e8a-9c3f-5b7d1e2a4c60",
+			Outcome: audit.Success, Status: 200, Detail: map[string]any{"results": 2.0, "sources": []any{"epic"}, "cacheHit": true}, Hash: []byte{0xff}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":1,"at":"2025-03-01T09:00:00.000123Z","requestId":"r1","actor":"","action":"blob.download","resourceType":"blob","resourceId":"7","outcome":"denied","status":401,"detail":{},"hash":"ab01"}
-{"id":2,"at":"2025-03-01T09:01:00Z","requestId":"r2","actor":"alice","action":"patient.search","resourceType":"patient","resourceId":"","outcome":"success","status":200,"detail":{"cacheHit":true,"results":2,"sources":["epic"]},"hash":"ff"}
+	want := `{"id":1,"at":"2025-03-01T09:00:00.000123Z","requestId":"r1","actor":"","action":"blob.download","resourceType":"blob","resourceId":"7","businessId":null,"outcome":"denied","status":401,"detail":{},"hash":"ab01"}
+{"id":2,"at":"2025-03-01T09:01:00Z","requestId":"r2","actor":"alice","action":"patient.search","resourceType":"patient","resourceId":"","businessId":"6f1c2a9e-0d4b-4e8a-9c3f-5b7d1e2a4c60","outcome":"success","status":200,"detail":{"cacheHit":true,"results":2,"sources":["epic"]},"hash":"ff"}
 `
 	if out.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
@@ -130,11 +133,12 @@ func TestIntegrationAuditCommand_ListsAndVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
+	const business = "6f1c2a9e-0d4b-4e8a-9c3f-5b7d1e2a4c60"
 	events := []audit.Event{
 		{At: now.Add(-48 * time.Hour), Actor: "alice", Action: audit.BlobUpload}, // before the default --since
 		{At: now.Add(-5 * time.Hour), Actor: "alice", Action: audit.PatientSearch, Detail: map[string]any{"results": 1}},
 		{At: now.Add(-4 * time.Hour), Actor: "bob", Action: audit.PatientSearch},
-		{At: now.Add(-3 * time.Hour), Actor: "alice", Action: audit.BlobDownload},
+		{At: now.Add(-3 * time.Hour), Actor: "alice", Action: audit.BlobDownload, BusinessID: business},
 		{At: now.Add(-2 * time.Hour), Actor: "", Action: audit.BlobDownload, Status: 401},
 		{At: now.Add(-1 * time.Hour), Actor: "bob", Action: audit.AppointmentCancel},
 	}
@@ -163,7 +167,7 @@ func TestIntegrationAuditCommand_ListsAndVerifies(t *testing.T) {
 			if err := json.Unmarshal([]byte(line), &e); err != nil {
 				t.Fatalf("line %q: %v", line, err)
 			}
-			if len(e) != 11 || len(e["hash"].(string)) != 64 {
+			if len(e) != 12 || len(e["hash"].(string)) != 64 {
 				t.Fatalf("line %q", line)
 			}
 			ids = append(ids, int64(e["id"].(float64)))
@@ -181,6 +185,7 @@ func TestIntegrationAuditCommand_ListsAndVerifies(t *testing.T) {
 		{[]string{"--action", "blob.download"}, []int64{4, 5}},
 		{[]string{"--limit", "2"}, []int64{5, 6}},
 		{[]string{"--since", "72h", "--actor", "alice", "--limit", "2"}, []int64{2, 4}},
+		{[]string{"--business", business}, []int64{4}},
 	} {
 		if got := list(tt.args...); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 			t.Errorf("list %v: ids %v, want %v", tt.args, got, tt.want)
@@ -194,6 +199,11 @@ func TestIntegrationAuditCommand_ListsAndVerifies(t *testing.T) {
 	}
 	if out, err := verify(); err != nil || out != `{"events":6,"ok":true}`+"\n" {
 		t.Fatalf("verify: %q %v", out, err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"audit", "list", "--business", "biz-1"}, getenv, nil, &out); err == nil ||
+		!strings.Contains(err.Error(), "not a UUID") || out.Len() > 0 {
+		t.Fatalf("--business biz-1: %v, printed %q", err, out.String())
 	}
 
 	// An intruder with the superuser's powers rewrites event 3.

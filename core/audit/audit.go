@@ -74,6 +74,7 @@ type Event struct {
 	Action       Action
 	ResourceType string // blob, patient, appointment
 	ResourceID   string // Carebridge's own id of the resource, when there is one
+	BusinessID   string // the business acted for (the acting business, a blob's or business's own); "" when none
 	Outcome      Outcome
 	Status       int            // the HTTP status sent; 0 for a Started event
 	Detail       map[string]any // small, never patient data; nil reads as {}

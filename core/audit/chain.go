@@ -28,13 +28,16 @@ type canonical struct {
 	Action       Action  `json:"action"`
 	ResourceType string  `json:"resourceType"`
 	ResourceID   string  `json:"resourceId"`
+	BusinessID   string  `json:"businessId,omitempty"` // absent when "": see Canonical
 	Outcome      Outcome `json:"outcome"`
 	Status       int     `json:"status"`
 }
 
 // Canonical is the content of e that its hash covers: JSON with the keys id,
-// at, requestId, actor, action, resourceType, resourceId, outcome, status,
-// detail, in that order. At is taken in UTC, truncated to the microsecond
+// at, requestId, actor, action, resourceType, resourceId, businessId, outcome,
+// status, detail, in that order. businessId is there only when the event has
+// a business, so the events written before events had one keep their form
+// and hash. At is taken in UTC, truncated to the microsecond
 // (what a PostgreSQL timestamptz keeps) and written as RFC 3339 with up to
 // nine fractional digits; Detail is CanonicalDetail's form. An event whose
 // Detail cannot be encoded has detail null here: stores refuse such events
@@ -57,6 +60,7 @@ func canonicalWith(e Event, detail []byte) []byte {
 		Action:       e.Action,
 		ResourceType: e.ResourceType,
 		ResourceID:   e.ResourceID,
+		BusinessID:   e.BusinessID,
 		Outcome:      e.Outcome,
 		Status:       e.Status,
 	})

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -171,6 +172,7 @@ func TestVerifier_AlteredFieldIsFound(t *testing.T) {
 		"action":       func(e *audit.Event) { e.Action = audit.BlobDelete },
 		"resourceType": func(e *audit.Event) { e.ResourceType = "blob" },
 		"resourceId":   func(e *audit.Event) { e.ResourceID = "9" },
+		"businessId":   func(e *audit.Event) { e.BusinessID = "0b0e6f3c-5a1d-4c2e-9f00-3d8e1a2b4c5d" },
 		"outcome":      func(e *audit.Event) { e.Outcome = audit.Denied },
 		"status":       func(e *audit.Event) { e.Status = 404 },
 		"detail value": func(e *audit.Event) {
@@ -261,5 +263,39 @@ func TestLinkDetail_IsLink(t *testing.T) {
 	}
 	if got := string(audit.Canonical(e)); !strings.HasSuffix(got, `"status":200,"detail":{"cacheHit":true,"results":3,"sources":["x","y"]}}`) {
 		t.Fatalf("canonical form %s", got)
+	}
+}
+
+// An event without a business has exactly the canonical form (and hash) it
+// had before events carried businessId: chains written then still verify.
+func TestCanonical_WithoutBusinessKeepsTheFormerBytes(t *testing.T) {
+	e := audit.Event{ID: 3, At: time.Date(2025, 3, 1, 9, 30, 0, 5000, time.UTC), RequestID: "r3", Actor: "carol",
+		Action: audit.BlobUpload, ResourceType: "blob", ResourceID: "9", Outcome: audit.Success, Status: 201}
+	want := `{"id":3,"at":"2025-03-01T09:30:00.000005Z","requestId":"r3","actor":"carol","action":"blob.upload",` +
+		`"resourceType":"blob","resourceId":"9","outcome":"success","status":201,"detail":{}}`
+	if got := string(audit.Canonical(e)); got != want {
+		t.Fatalf("canonical:\n got %s\nwant %s", got, want)
+	}
+	// SHA-256(32 zero bytes || the former form), computed apart.
+	const wantHash = "cdf8f2385a28d2587633dbe5f91c44e36ed0e8bfa983217c87f16b59a0e211f6"
+	if got := hex.EncodeToString(audit.Link(audit.Genesis(), e)); got != wantHash {
+		t.Fatalf("hash %s, want %s", got, wantHash)
+	}
+}
+
+func TestCanonical_WithBusinessAddsItAfterResourceID(t *testing.T) {
+	e := audit.Event{ID: 3, At: time.Date(2025, 3, 1, 9, 30, 0, 5000, time.UTC), RequestID: "r3", Actor: "carol",
+		Action: audit.BlobUpload, ResourceType: "blob", ResourceID: "9",
+		BusinessID: "0b0e6f3c-5a1d-4c2e-9f00-3d8e1a2b4c5d", Outcome: audit.Success, Status: 201}
+	want := `{"id":3,"at":"2025-03-01T09:30:00.000005Z","requestId":"r3","actor":"carol","action":"blob.upload",` +
+		`"resourceType":"blob","resourceId":"9","businessId":"0b0e6f3c-5a1d-4c2e-9f00-3d8e1a2b4c5d",` +
+		`"outcome":"success","status":201,"detail":{}}`
+	if got := string(audit.Canonical(e)); got != want {
+		t.Fatalf("canonical:\n got %s\nwant %s", got, want)
+	}
+	without := e
+	without.BusinessID = ""
+	if bytes.Equal(audit.Link(audit.Genesis(), e), audit.Link(audit.Genesis(), without)) {
+		t.Fatal("the business is not covered by the hash")
 	}
 }

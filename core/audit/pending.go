@@ -14,7 +14,8 @@ import (
 type Pending struct {
 	// Event is the event as it reads when the change commits: the
 	// outcome and status of the request's success. The repository sets
-	// ResourceID when the change names it (a new blob's id) and At.
+	// ResourceID and BusinessID when the change names them (a new blob's
+	// id, the business of its location) and At.
 	Event     Event
 	committed atomic.Bool
 }

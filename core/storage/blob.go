@@ -47,6 +47,7 @@ type Blob struct {
 	WrappedKey         []byte // data key sealed by the master key KeyID
 	UploadedBy         string
 	BusinessLocationID string // "" when absent
+	BusinessID         string // the business of BusinessLocationID, read with the entry; "" when none
 	PracticeID         string // "" when absent
 	SHA256             string // hex digest of the plaintext
 	CreatedAt          time.Time
