@@ -44,6 +44,7 @@ type auditRecord struct {
 	action       audit.Action
 	resourceType string
 	resourceID   string
+	businessID   string
 	detail       map[string]any
 	// pending is the final event when it is to be committed with the
 	// change (auditWithChange), nil otherwise.
@@ -71,6 +72,14 @@ func auditResource(ctx context.Context, id string) {
 func auditDetail(ctx context.Context, detail map[string]any) {
 	if a := auditOf(ctx); a != nil {
 		a.detail = detail
+	}
+}
+
+// auditBusiness sets the business the request acted for (the acting
+// business, a blob's business), recorded as the event's businessId.
+func auditBusiness(ctx context.Context, id string) {
+	if a := auditOf(ctx); a != nil {
+		a.businessID = id
 	}
 }
 
