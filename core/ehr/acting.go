@@ -73,10 +73,15 @@ func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (context.Con
 }
 
 // acting is the policy: the requested business when the caller may act for
-// it (a member, or any existing business in patient context), else the
-// caller's only membership; in a multi-practice deployment there must be
-// one, in a single-practice one it may be none.
+// it (a member, or any existing business in patient context); else, in a
+// multi-practice deployment, the caller's only membership. A
+// single-practice deployment asks nothing when no business is named: it
+// acts for none, as before businesses had systems, whatever the caller's
+// memberships (which may change without moving a patient's bookings).
 func acting(ctx context.Context, p Practices, subject, requested string, patient, multi bool) (string, error) {
+	if requested == "" && !multi {
+		return "", nil
+	}
 	if requested == "" || !patient {
 		mine, err := p.BusinessesOf(ctx, subject)
 		if err != nil {
@@ -92,10 +97,8 @@ func acting(ctx context.Context, p Practices, subject, requested string, patient
 			return "", ErrBusinessNotFound
 		case len(mine) == 1:
 			return strings.ToLower(mine[0]), nil
-		case multi:
-			return "", ErrBusinessRequired
 		}
-		return "", nil
+		return "", ErrBusinessRequired
 	}
 	ok, err := p.BusinessExists(ctx, requested)
 	if err != nil {

@@ -63,7 +63,7 @@ func TestActing_FollowsTheContractsRules(t *testing.T) {
 		{"multi: patient naming nothing", "patient", "", true, true, "", ErrBusinessRequired},
 		{"single: no membership acts for none", "stranger", "", false, false, "", nil},
 		{"single: two memberships act for none", "staff-ab", "", false, false, "", nil},
-		{"single: only membership", "staff-a", "", false, false, a, nil},
+		{"single: only membership, none named, acts for none", "staff-a", "", false, false, "", nil},
 		{"single: staff naming another business", "staff-a", b, false, false, "", ErrBusinessNotFound},
 		{"single: patient naming a business", "patient", a, true, false, a, nil},
 		{"single: patient naming none that exists", "patient", "dddddddd-0000-0000-0000-000000000004", true, false, "", ErrBusinessNotFound},
