@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carebridge/carebridge/core"
 )
@@ -152,5 +153,55 @@ func TestIntegration_APatientsBookingsArePerActingBusiness(t *testing.T) {
 	}
 	if p, err := s.Appointments(at(a), AppointmentFilter{}); err != nil || p.TotalCount != 1 {
 		t.Fatalf("listing at a: %+v %v; want its booking", p, err)
+	}
+}
+
+// perBusiness is Systems of a multi-practice deployment: an integration
+// EHR per business.
+type perBusiness map[string]Scheduler
+
+func (p perBusiness) Search(string) []System       { return nil }
+func (p perBusiness) Scheduler(b string) Scheduler { return p[b] }
+func (p perBusiness) MultiPractice() bool          { return true }
+
+func TestReconcile_SettlesAHoldInTheEHROfItsBusiness(t *testing.T) {
+	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+	ca, cb := newCalendar(chicago), newCalendar(chicago)
+	create := ca.CreateAppointmentFunc
+	ca.CreateAppointmentFunc = func(ctx context.Context, x Appointment) (Appointment, error) {
+		if _, err := create(ctx, x); err != nil { // it lands, the answer is lost
+			return Appointment{}, err
+		}
+		return Appointment{}, &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "no answer"}
+	}
+	ca.FindAppointmentFunc = func(_ context.Context, ref Appointment) (Appointment, bool, error) {
+		for _, x := range ca.appts {
+			if x.Ref == ref.Ref {
+				return x, true, nil
+			}
+		}
+		return Appointment{}, false, nil
+	}
+	s := integration(ca)
+	s.systems = perBusiness{a: ca, b: cb}
+	ctx, _, err := NewTenancy(s.systems, practices{"u": {a}}).Act(caller("u"), "", UseBook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Book(ctx, request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); err == nil {
+		t.Fatal("want a time-out")
+	}
+	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrBusinessRequired) {
+		t.Fatalf("a call with no acting business in a multi-practice deployment: %v", err)
+	}
+	s.holds.(*memHolds).now = func() time.Time { return nowTest.Add(time.Hour) }
+	if r, err := s.Reconcile(context.Background(), 10); err != nil || r != (Reconciled{Recorded: 1}) {
+		t.Fatalf("reconcile: %+v %v", r, err)
+	}
+	if len(cb.FindAppointmentCalls()) != 0 {
+		t.Fatal("the reconciler asked another business's EHR")
+	}
+	if ids, _ := s.bookings.BookedBy(context.Background(), "u", a); len(ids) != 1 {
+		t.Fatalf("the booking is recorded for its business: %v", ids)
 	}
 }
