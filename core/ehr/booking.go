@@ -27,8 +27,9 @@ const (
 	maxReasonLen        = 1000
 )
 
-// Integration holds the appointment and agent use cases over the EHR that
-// integration.ehr names.
+// Integration holds the appointment and agent use cases over the
+// integration EHR of the acting business (Tenancy.Act; none in a
+// single-practice deployment: integration.ehr).
 type Integration struct {
 	systems     Systems
 	holds       Holds
@@ -49,7 +50,7 @@ type IntegrationConfig struct {
 	// still matches; every instance sharing a database must use the same
 	// keys.
 	FingerprintKeys [][]byte
-	// RateLimit is how many appointment calls a patient-context actingCaller may
+	// RateLimit is how many appointment calls a patient-context caller may
 	// make a minute (0: unlimited).
 	RateLimit int
 	// SettleAfter is how long after an EHR call that ended without an
@@ -80,7 +81,7 @@ const (
 )
 
 // MaxFutureAppointments is how many future appointments a patient-context
-// actingCaller may hold (booked through the service, or being booked).
+// caller may hold (booked through the service, or being booked).
 const MaxFutureAppointments = 20
 
 // appointmentEvent is the event of type t about a, as the EHR confirmed it.
@@ -89,11 +90,11 @@ func appointmentEvent(t event.Type, a Appointment, business string) event.Event 
 	return event.Appointment(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End, business)
 }
 
-// ErrAppointmentRateLimited is a patient-context actingCaller past its
+// ErrAppointmentRateLimited is a patient-context caller past its
 // appointment calls of the minute.
 var ErrAppointmentRateLimited = &core.Error{Kind: core.KindRateLimited, Code: "rate_limited", Message: "Too many appointment calls; try again later"}
 
-// limit counts a patient-context actingCaller's appointment call against its
+// limit counts a patient-context caller's appointment call against its
 // fixed one-minute window (per acting business); staff are not limited
 // here.
 func (s *Integration) limit(ctx context.Context, subject, business string, r reach) error {
@@ -112,38 +113,38 @@ func (s *Integration) limit(ctx context.Context, subject, business string, r rea
 	return nil
 }
 
-// actingCaller is who calls an appointment use case: the actor, its reach, the
+// requester is who calls an appointment use case: the actor, its reach, the
 // business it acts for and that business's EHR.
-type actingCaller struct {
+type requester struct {
 	core.Actor
 	reach    reach
 	business string
 	sch      Scheduler
 }
 
-// access checks the actingCaller's scope for perm, counts a patient-context
-// call, and returns the actingCaller with its reach, acting business and EHR.
-func (s *Integration) access(ctx context.Context, perm byte) (actingCaller, error) {
+// access checks the caller's scope for perm, counts a patient-context
+// call, and returns the caller with its reach, acting business and EHR.
+func (s *Integration) access(ctx context.Context, perm byte) (requester, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
-		return actingCaller{}, core.ErrUnauthenticated
+		return requester{}, core.ErrUnauthenticated
 	}
 	r, err := appointmentReach(actor, perm)
 	if err != nil {
-		return actingCaller{}, err
+		return requester{}, err
 	}
 	biz, sch, err := s.scheduler(ctx)
 	if err != nil {
-		return actingCaller{}, err
+		return requester{}, err
 	}
 	if err := s.limit(ctx, actor.Subject, biz, r); err != nil {
-		return actingCaller{}, err
+		return requester{}, err
 	}
-	return actingCaller{Actor: actor, reach: r, business: biz, sch: sch}, nil
+	return requester{Actor: actor, reach: r, business: biz, sch: sch}, nil
 }
 
 // maxOwnAppointments bounds the appointments a patient-context listing
-// reads from the EHR, one by one; a actingCaller with more is answered with an
+// reads from the EHR, one by one; a caller with more is answered with an
 // error rather than a silently short list.
 const maxOwnAppointments = 500
 
@@ -280,8 +281,8 @@ func (s *Integration) checkPatient(p PatientContact, f *fieldErrors) PatientCont
 // EHR is called: when the answer is lost (a time-out, a crash), a repeat
 // with the same Idempotency-Key, or else the reconciler, finds the
 // appointment by the hold's reference. Every booking is recorded with the
-// actingCaller's subject (with the Idempotency-Key's outcome, in one
-// transaction), so a patient-context actingCaller can later list, cancel and
+// caller's subject (with the Idempotency-Key's outcome, in one
+// transaction), so a patient-context caller can later list, cancel and
 // move what it booked, from any instance.
 func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error) {
 	c, err := s.access(ctx, core.PermCreate)
@@ -316,7 +317,7 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 	if err != nil && (!errors.As(err, &ce) || !isFinal(ce.Kind) || errors.Is(err, ErrAgentBusy)) {
 		if !errors.Is(err, errOutcomeUnknown) {
 			// Upstream or internal failures may be retried with the same
-			// key. The actingCaller gets err either way; a key that stays
+			// key. The caller gets err either way; a key that stays
 			// claimed expires with the Idempotency-Key retention (cores
 			// do not log).
 			_ = s.idem.Release(context.WithoutCancel(ctx), actor.Subject, key)
@@ -440,7 +441,7 @@ func (s *Integration) appointment(r BookingRequest) (Appointment, error) {
 
 // book checks the request, holds the agent's time, and creates and
 // records the appointment.
-func (s *Integration) book(ctx context.Context, c actingCaller, req BookingRequest) (Appointment, error) {
+func (s *Integration) book(ctx context.Context, c requester, req BookingRequest) (Appointment, error) {
 	a, err := s.appointment(req)
 	if err != nil {
 		return Appointment{}, err
@@ -535,7 +536,7 @@ func mayHaveBooked(err error) bool {
 // EHR holds under the hold's reference is recorded and answered, and when
 // there is none it is booked now, under the same reference. Otherwise the
 // first request is still running.
-func (s *Integration) resume(ctx context.Context, c actingCaller, r BookingRequest) (Booked, error) {
+func (s *Integration) resume(ctx context.Context, c requester, r BookingRequest) (Booked, error) {
 	sch := c.sch
 	h, found, err := s.holds.Resume(ctx, c.Subject, r.IdempotencyKey, holdLease)
 	if err != nil {
@@ -625,7 +626,7 @@ func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointmen
 
 // changed notes a move or a cancellation the EHR confirmed in the booking
 // record and writes its event. The change is made: when this fails the
-// actingCaller is told (an error), since other systems will not hear of it.
+// caller is told (an error), since other systems will not hear of it.
 func (s *Integration) changed(ctx context.Context, t event.Type, a Appointment, business string) error {
 	if err := s.bookings.Changed(context.WithoutCancel(ctx), business, a.ID, a.Start, a.Status == StatusCancelled, appointmentEvent(t, a, business)); err != nil {
 		return fmt.Errorf("write %s event of appointment %s: %w", t, a.ID, err)
@@ -671,21 +672,21 @@ func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (
 	return moved, s.changed(ctx, event.AppointmentRescheduled, moved, c.business)
 }
 
-// mayChange checks that the actingCaller may cancel or reschedule appointment
+// mayChange checks that the caller may cancel or reschedule appointment
 // id: staff any, a patient only one it booked; any other id, existing or
 // not, is not found for it (before the EHR is asked).
-func (s *Integration) mayChange(ctx context.Context, id string) (actingCaller, error) {
+func (s *Integration) mayChange(ctx context.Context, id string) (requester, error) {
 	c, err := s.access(ctx, core.PermUpdate)
 	if err != nil {
-		return actingCaller{}, err
+		return requester{}, err
 	}
 	if c.reach == reachOwn {
 		mine, err := s.bookings.IsBookedBy(ctx, c.Subject, c.business, id)
 		if err != nil {
-			return actingCaller{}, fmt.Errorf("read bookings: %w", err)
+			return requester{}, fmt.Errorf("read bookings: %w", err)
 		}
 		if !mine {
-			return actingCaller{}, ErrAppointmentNotFound
+			return requester{}, ErrAppointmentNotFound
 		}
 	}
 	return c, nil
@@ -718,7 +719,7 @@ func paging(page, limit int, f *fieldErrors) (int, int) {
 }
 
 // Appointments lists appointments: every one of the EHR for staff, those
-// the actingCaller booked for a patient-context actingCaller (the filters apply within
+// the caller booked for a patient-context caller (the filters apply within
 // them).
 func (s *Integration) Appointments(ctx context.Context, flt AppointmentFilter) (Page[Appointment], error) {
 	c, err := s.access(ctx, core.PermSearch)
