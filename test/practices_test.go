@@ -136,3 +136,35 @@ func searchAnswerOf(t *testing.T, r response) searchAnswer {
 	}
 	return a
 }
+
+// TestPractices_ASinglePracticeDeploymentChecksAHeaderWhenSent: without
+// businesses in the EHR systems file every caller works as before, and
+// X-Business-Id, when sent, must name a business the caller may act for.
+func TestPractices_ASinglePracticeDeploymentChecksAHeaderWhenSent(t *testing.T) {
+	w := newWorld(t)
+	bot := wsbottest.Start(t)
+	bot.AddAgent(drAna, workdays(5))
+	s := w.start(func(c *app.Config) { c.EHR = integrationFile(t, "wsbot", bot.URL(), "") })
+	mine, other := w.createBusiness("owner"), w.createBusiness("someone")
+	owner, stranger := w.token("owner"), w.token("stranger")
+	patient := w.scopedToken("pat", "patient/Appointment.cus")
+
+	for what, c := range map[string]struct {
+		tok    string
+		header []string
+		status int
+	}{
+		"a stranger, no header":             {stranger, nil, 200},
+		"the owner, no header":              {owner, nil, 200},
+		"the owner naming its business":     {owner, []string{"X-Business-Id", mine}, 200},
+		"a patient naming a business":       {patient, []string{"X-Business-Id", other}, 200},
+		"the owner naming another":          {owner, []string{"X-Business-Id", other}, 404},
+		"a stranger naming a business":      {stranger, []string{"X-Business-Id", mine}, 404},
+		"a patient naming none that exists": {patient, []string{"X-Business-Id", "6f1c1b4e-6c55-4b8e-9a56-1a2b3c4d5e6f"}, 404},
+	} {
+		r := s.do("GET", "/appointment", c.tok, nil, c.header...)
+		if r.status != c.status || c.status == 404 && r.errorCode(t) != "business_not_found" {
+			t.Errorf("%s: %d %s, want %d", what, r.status, r.body, c.status)
+		}
+	}
+}
