@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,12 +36,19 @@ type ehrSystem struct {
 }
 
 // ehrSet is the systems of one reading of the EHR systems file, never
-// changed once built: the search's systems and the integration.ehr
-// Scheduler.
+// changed once built: the search's systems and the integration EHR, of
+// each business the file names and of any other.
 type ehrSet struct {
-	systems   []*ehrSystem // in file order
+	systems []*ehrSystem // in file order
+	multi   bool         // some system has businesses
+	// search and scheduler are those of a business the file does not
+	// name (and of "", none): the systems without businesses, and
+	// integration.ehr when it is one of them (nil: none).
 	search    []ehr.System
-	scheduler ehr.Scheduler // nil when integration.ehr is unset
+	scheduler ehr.Scheduler
+	// bySearch and byScheduler are those of each business the file names.
+	bySearch    map[string][]ehr.System
+	byScheduler map[string]ehr.Scheduler
 }
 
 // ehrs is the EHR systems in force (ehr.Systems): each call answers from
@@ -69,11 +78,27 @@ func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics) (*ehr
 	return e, nil
 }
 
-// Search returns the systems the search asks.
-func (e *ehrs) Search() []ehr.System { return e.cur.Load().search }
+// Search returns the systems the search asks for business: those serving
+// it.
+func (e *ehrs) Search(business string) []ehr.System {
+	set := e.cur.Load()
+	if s, ok := set.bySearch[business]; ok {
+		return s
+	}
+	return set.search
+}
 
-// Scheduler returns the integration EHR (nil: none).
-func (e *ehrs) Scheduler() ehr.Scheduler { return e.cur.Load().scheduler }
+// Scheduler returns the integration EHR of business (nil: none).
+func (e *ehrs) Scheduler(business string) ehr.Scheduler {
+	set := e.cur.Load()
+	if s, ok := set.byScheduler[business]; ok {
+		return s
+	}
+	return set.scheduler
+}
+
+// MultiPractice reports whether some system of the file has businesses.
+func (e *ehrs) MultiPractice() bool { return e.cur.Load().multi }
 
 // reload swaps in the systems of cfg (nil: none). A system whose
 // configuration is unchanged, secrets included, is kept as it is; the links
@@ -182,12 +207,41 @@ func (e *ehrs) build(cfg *ehrconfig.Config, old *ehrSet) (_ *ehrSet, kept map[*e
 			}
 		}
 		set.systems = append(set.systems, s)
-		set.search = append(set.search, s.search)
-		if c.Name == cfg.Integration.EHR {
-			set.scheduler = s.scheduler
-		}
 	}
+	set.index(cfg)
 	return set, kept, nil
+}
+
+// index finds the systems and the integration EHR of every business cfg
+// names, and of any other.
+func (s *ehrSet) index(cfg *ehrconfig.Config) {
+	s.multi = cfg.MultiPractice()
+	scheduler := func(business string) ehr.Scheduler {
+		if name, ok := cfg.IntegrationFor(business); ok {
+			if sys, ok := s.byName(name); ok {
+				return sys.scheduler
+			}
+		}
+		return nil
+	}
+	search := func(business string) []ehr.System {
+		var out []ehr.System
+		for _, sys := range s.systems {
+			if cfg.Serves(sys.cfg.Name, business) {
+				out = append(out, sys.search)
+			}
+		}
+		return out
+	}
+	s.search, s.scheduler = search(""), scheduler("")
+	s.bySearch, s.byScheduler = map[string][]ehr.System{}, map[string]ehr.Scheduler{}
+	named := slices.Collect(maps.Keys(cfg.Integration.ByBusiness))
+	for _, sys := range cfg.Systems {
+		named = append(named, sys.Businesses...)
+	}
+	for _, b := range named {
+		s.bySearch[b], s.byScheduler[b] = search(b), scheduler(b)
+	}
 }
 
 // adapt makes the clients of one system: its patient search and Scheduler.

@@ -62,19 +62,19 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	e.grace = time.Millisecond
-	before := e.Search()
-	if names(before) != "a,bot" || e.Scheduler() == nil {
-		t.Fatalf("systems %s, scheduler %v", names(before), e.Scheduler())
+	before := e.Search("")
+	if names(before) != "a,bot" || e.Scheduler("") == nil {
+		t.Fatalf("systems %s, scheduler %v", names(before), e.Scheduler(""))
 	}
 
 	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileA+fileC+integrat)); err != nil {
 		t.Fatal(err)
 	}
-	after := e.Search()
+	after := e.Search("")
 	if names(after) != "a,c" {
 		t.Fatalf("after the reload: %s", names(after))
 	}
-	if after[0].Patients != before[0].Patients || e.Scheduler() == nil {
+	if after[0].Patients != before[0].Patients || e.Scheduler("") == nil {
 		t.Error("the unchanged system a has new clients: its breaker, token cache and rate limiter are lost")
 	}
 	if names(before) != "a,bot" {
@@ -96,13 +96,13 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileACh+fileC+integrat)); err != nil {
 		t.Fatal(err)
 	}
-	if now := e.Search(); now[0].Patients == after[0].Patients || now[1].Patients != after[1].Patients {
+	if now := e.Search(""); now[0].Patients == after[0].Patients || now[1].Patients != after[1].Patients {
 		t.Error("a changed system kept its clients, or an unchanged one lost them")
 	}
 
 	// No file: no systems, no integration.
-	if err := e.reload(nil); err != nil || len(e.Search()) != 0 || e.Scheduler() != nil {
-		t.Fatalf("reload(nil): %v, %s, %v", err, names(e.Search()), e.Scheduler())
+	if err := e.reload(nil); err != nil || len(e.Search("")) != 0 || e.Scheduler("") != nil {
+		t.Fatalf("reload(nil): %v, %s, %v", err, names(e.Search("")), e.Scheduler(""))
 	}
 }
 
@@ -117,8 +117,8 @@ func TestEHRs_ASystemThatCannotBeBuiltLeavesTheSystemsInForce(t *testing.T) {
 	if err := e.reload(bad); err == nil || !strings.Contains(err.Error(), "system c") {
 		t.Fatalf("reload: %v", err)
 	}
-	if names(e.Search()) != "a" || e.Scheduler() == nil {
-		t.Fatalf("systems in force: %s", names(e.Search()))
+	if names(e.Search("")) != "a" || e.Scheduler("") == nil {
+		t.Fatalf("systems in force: %s", names(e.Search("")))
 	}
 }
 
@@ -127,7 +127,7 @@ func TestEHRs_CloseClosesEveryLinkAndRefusesReloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bot := e.Search()[0]
+	bot := e.Search("")[0]
 	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileA)); err != nil { // the bot waits out its grace
 		t.Fatal(err)
 	}
@@ -155,4 +155,37 @@ func gathered(t *testing.T, g prometheus.Gatherer) string {
 		}
 	}
 	return b.String()
+}
+
+func TestEHRs_AnswerEachBusinessWithTheSystemsServingIt(t *testing.T) {
+	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+	file := "ehr_systems:\n" +
+		"  - {name: a, adapter: fhir, base_url: 'http://127.0.0.1:1/fhir', timeout: 200, businesses: [" + a + "]}\n" +
+		"  - {name: b, adapter: fhir, base_url: 'http://127.0.0.1:2/fhir', timeout: 200, businesses: [" + b + "]}\n" +
+		"  - {name: c, adapter: fhir, base_url: 'http://127.0.0.1:3/fhir', timeout: 200}\n" +
+		"integration: {ehr: c, by_business: {" + b + ": b}}\n"
+	e, err := newEHRs(parseEHR(t, file), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if !e.MultiPractice() {
+		t.Fatal("a file with businesses is multi-practice")
+	}
+	for _, tc := range []struct{ business, search string }{{a, "a,c"}, {b, "b,c"}, {"cccccccc-0000-0000-0000-000000000003", "c"}, {"", "c"}} {
+		if got := names(e.Search(tc.business)); got != tc.search {
+			t.Errorf("search of %q asks %s, want %s", tc.business, got, tc.search)
+		}
+	}
+	if e.Scheduler(a) != e.byName(t, "c") || e.Scheduler(b) != e.byName(t, "b") || e.Scheduler("") != e.byName(t, "c") {
+		t.Fatal("integration EHR: want by_business for b, integration.ehr (serving every business) otherwise")
+	}
+}
+
+func (e *ehrs) byName(t *testing.T, name string) ehr.Scheduler {
+	s, ok := e.cur.Load().byName(name)
+	if !ok {
+		t.Fatalf("no system %s", name)
+	}
+	return s.scheduler
 }

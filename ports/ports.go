@@ -48,6 +48,14 @@ type Search interface {
 
 var _ Search = (*ehr.Service)(nil)
 
+// Tenancy resolves the business a search, appointment or agent request
+// acts for (core/ehr.Tenancy).
+type Tenancy interface {
+	Act(ctx context.Context, requested string, use ehr.Use) (context.Context, string, error)
+}
+
+var _ Tenancy = (*ehr.Tenancy)(nil)
+
 // Integration is the appointment and agent use cases (core/ehr.Integration).
 type Integration interface {
 	Book(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error)

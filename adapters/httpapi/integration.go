@@ -15,17 +15,17 @@ import (
 )
 
 func (s *Server) integrationRoutes(r *mux.Router) {
-	auth := func(h http.HandlerFunc) http.Handler { return noStore(s.authenticate(h)) }
-	appt := func(action audit.Action, h http.HandlerFunc) http.Handler {
-		return noStore(s.audited(action, "appointment", h))
+	agents := func(h http.HandlerFunc) http.Handler { return noStore(s.authenticate(s.acting(ehr.UseAgents, h))) }
+	appt := func(action audit.Action, use ehr.Use, h http.HandlerFunc) http.Handler {
+		return noStore(s.audited(action, "appointment", s.acting(use, h)))
 	}
-	r.Handle("/appointment/customer", appt(audit.AppointmentCreate, s.book)).Methods(http.MethodPost)
-	r.Handle("/appointment", appt(audit.AppointmentList, s.listAppointments)).Methods(http.MethodGet)
-	r.Handle("/appointment/customer/{id}/cancel", appt(audit.AppointmentCancel, s.cancelAppointment)).Methods(http.MethodPut)
-	r.Handle("/appointment/{id}/reschedule", appt(audit.AppointmentReschedule, s.rescheduleAppointment)).Methods(http.MethodPost)
-	r.Handle("/agents", auth(s.listAgents)).Methods(http.MethodGet)
-	r.Handle("/agents/{id}", auth(s.getAgent)).Methods(http.MethodGet)
-	r.Handle("/agents/{id}/availability", auth(s.availability)).Methods(http.MethodGet)
+	r.Handle("/appointment/customer", appt(audit.AppointmentCreate, ehr.UseBook, s.book)).Methods(http.MethodPost)
+	r.Handle("/appointment", appt(audit.AppointmentList, ehr.UseAppointments, s.listAppointments)).Methods(http.MethodGet)
+	r.Handle("/appointment/customer/{id}/cancel", appt(audit.AppointmentCancel, ehr.UseChange, s.cancelAppointment)).Methods(http.MethodPut)
+	r.Handle("/appointment/{id}/reschedule", appt(audit.AppointmentReschedule, ehr.UseChange, s.rescheduleAppointment)).Methods(http.MethodPost)
+	r.Handle("/agents", agents(s.listAgents)).Methods(http.MethodGet)
+	r.Handle("/agents/{id}", agents(s.getAgent)).Methods(http.MethodGet)
+	r.Handle("/agents/{id}/availability", agents(s.availability)).Methods(http.MethodGet)
 }
 
 type appointmentResponse struct {

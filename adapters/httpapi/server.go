@@ -17,6 +17,7 @@ import (
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/audit"
+	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/ports"
 )
 
@@ -33,7 +34,10 @@ type Config struct {
 	Business    ports.Business
 	Search      ports.Search
 	Integration ports.Integration
-	Registry    *prometheus.Registry
+	// Tenancy resolves the acting business of search, appointment and
+	// agent requests; nil acts for none (unit tests only).
+	Tenancy  ports.Tenancy
+	Registry *prometheus.Registry
 	// Audit keeps the audit trail of the blob, search and appointment
 	// endpoints; nil audits nothing (unit tests only).
 	Audit Auditor
@@ -54,6 +58,7 @@ type Server struct {
 	business     ports.Business
 	searcher     ports.Search
 	integration  ports.Integration
+	tenancy      ports.Tenancy
 	auditor      Auditor
 	ready        func(ctx context.Context) error
 	maxUpload    int64
@@ -74,6 +79,7 @@ func New(cfg Config) *Server {
 		business:     cfg.Business,
 		searcher:     cfg.Search,
 		integration:  cfg.Integration,
+		tenancy:      cfg.Tenancy,
 		auditor:      cfg.Audit,
 		ready:        cfg.Ready,
 		maxUpload:    cfg.MaxUploadBytes,
@@ -103,7 +109,7 @@ func New(cfg Config) *Server {
 	s.apiDocRoutes(r)
 	s.docsRoutes(r)
 
-	r.Handle("/api/v1/search", noStore(s.audited(audit.PatientSearch, "patient", http.HandlerFunc(s.search)))).Methods(http.MethodPost)
+	r.Handle("/api/v1/search", noStore(s.audited(audit.PatientSearch, "patient", s.acting(ehr.UseSearch, s.search)))).Methods(http.MethodPost)
 	s.integrationRoutes(r)
 
 	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {

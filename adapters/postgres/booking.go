@@ -135,8 +135,8 @@ func recordBooking(ctx context.Context, db dbtx, b ehr.Booking) error {
 		if !b.Start.IsZero() {
 			start = &b.Start
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id, start_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-			b.Subject, b.AppointmentID, start)
+		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id, start_at, business_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			b.Subject, b.AppointmentID, start, b.Business)
 		if err != nil || tag.RowsAffected() == 0 || b.Event.ID == "" {
 			return err
 		}
@@ -153,12 +153,12 @@ func (r *Bookings) Record(ctx context.Context, b ehr.Booking) error {
 	return nil
 }
 
-// Changed notes a move or a cancellation of appointment id in its booking
-// records and writes e, in one transaction.
-func (r *Bookings) Changed(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error {
+// Changed notes a move or a cancellation of appointment id of business in
+// its booking records and writes e, in one transaction.
+func (r *Bookings) Changed(ctx context.Context, business, id string, start time.Time, cancelled bool, e event.Event) error {
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE appointment_bookings SET start_at = $2, cancelled = $3 WHERE appointment_id = $1`,
-			id, start, cancelled); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE appointment_bookings SET start_at = $2, cancelled = $3 WHERE appointment_id = $1 AND business_id = $4`,
+			id, start, cancelled, business); err != nil {
 			return err
 		}
 		return emit(ctx, tx, e)
@@ -169,9 +169,11 @@ func (r *Bookings) Changed(ctx context.Context, id string, start time.Time, canc
 	return nil
 }
 
-// BookedBy returns the ids of the appointments subject booked, oldest first.
-func (r *Bookings) BookedBy(ctx context.Context, subject string) ([]string, error) {
-	rows, _ := r.db.Query(ctx, `SELECT appointment_id FROM appointment_bookings WHERE subject = $1 ORDER BY created_at, appointment_id`, subject)
+// BookedBy returns the ids of the appointments subject booked acting for
+// business, oldest first.
+func (r *Bookings) BookedBy(ctx context.Context, subject, business string) ([]string, error) {
+	rows, _ := r.db.Query(ctx, `SELECT appointment_id FROM appointment_bookings WHERE subject = $1 AND business_id = $2 ORDER BY created_at, appointment_id`,
+		subject, business)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("read bookings: %w", err)
@@ -179,10 +181,12 @@ func (r *Bookings) BookedBy(ctx context.Context, subject string) ([]string, erro
 	return ids, nil
 }
 
-// IsBookedBy reports whether subject booked appointment id.
-func (r *Bookings) IsBookedBy(ctx context.Context, subject, id string) (bool, error) {
+// IsBookedBy reports whether subject booked appointment id acting for
+// business.
+func (r *Bookings) IsBookedBy(ctx context.Context, subject, business, id string) (bool, error) {
 	var ok bool
-	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM appointment_bookings WHERE subject = $1 AND appointment_id = $2)`, subject, id).Scan(&ok)
+	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM appointment_bookings WHERE subject = $1 AND business_id = $2 AND appointment_id = $3)`,
+		subject, business, id).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("read bookings: %w", err)
 	}

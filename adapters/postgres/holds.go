@@ -28,9 +28,9 @@ const (
 	sqlExclusionViolation = "23P01" // an overlapping hold of the agent
 )
 
-// Take records h unless an overlapping hold of its agent exists. With
-// h.MaxFuture, the subject's future bookings and holds are counted under a
-// transaction lock of the subject, so two bookings of one subject at once
+// Take records h unless an overlapping hold of its agent (at its business)
+// exists. With h.MaxFuture, the subject's future bookings and holds at
+// h.Business are counted under a transaction lock of the subject, so two bookings of one subject at once
 // cannot both pass the count. Locks are taken subject first, then agent,
 // always in that order.
 func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error {
@@ -39,9 +39,9 @@ func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error
 			var n int
 			if err := tx.QueryRow(ctx, `
 				SELECT pg_advisory_xact_lock(hashtextextended('holds:' || $1, 0)),
-				       (SELECT count(*) FROM appointment_bookings WHERE subject = $1 AND NOT cancelled AND start_at > now())
-				     + (SELECT count(*) FROM booking_holds WHERE subject = $1 AND kind = 'book' AND upper(period) > now())`,
-				h.Subject).Scan(nil, &n); err != nil {
+				       (SELECT count(*) FROM appointment_bookings WHERE subject = $1 AND business_id = $2 AND NOT cancelled AND start_at > now())
+				     + (SELECT count(*) FROM booking_holds WHERE subject = $1 AND business_id = $2 AND kind = 'book' AND upper(period) > now())`,
+				h.Subject, h.Business).Scan(nil, &n); err != nil {
 				return err
 			}
 			if n >= h.MaxFuture {
@@ -52,13 +52,13 @@ func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error
 		// uncommitted row to decide the exclusion constraint: a deadlock.
 		// The agent's transaction lock orders them (for the milliseconds of
 		// this transaction); the constraint still decides.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hold-agent:' || $1, 0))`, h.AgentID); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hold-agent:' || $1 || ':' || $2, 0))`, h.Business, h.AgentID); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `
-			INSERT INTO booking_holds (id, kind, agent_id, period, subject, idem_key, appointment_id, lease_until)
-			VALUES ($1, $2, $3, tstzrange($4, $5), $6, NULLIF($7, ''), NULLIF($8, ''), now() + make_interval(secs => $9))`,
-			h.ID, string(h.Kind), h.AgentID, h.Start, h.End, h.Subject, h.IdempotencyKey, h.AppointmentID, lease.Seconds())
+			INSERT INTO booking_holds (id, kind, agent_id, period, subject, idem_key, appointment_id, lease_until, business_id)
+			VALUES ($1, $2, $3, tstzrange($4, $5), $6, NULLIF($7, ''), NULLIF($8, ''), now() + make_interval(secs => $9), $10)`,
+			h.ID, string(h.Kind), h.AgentID, h.Start, h.End, h.Subject, h.IdempotencyKey, h.AppointmentID, lease.Seconds(), h.Business)
 		return err
 	})
 	var pgErr *pgconn.PgError
@@ -90,12 +90,12 @@ func (r *Holds) Unknown(ctx context.Context, id string, after time.Duration) err
 	return nil
 }
 
-const holdColumns = `id::text, kind, agent_id, lower(period), upper(period), subject, coalesce(idem_key, ''), coalesce(appointment_id, ''), attempts`
+const holdColumns = `id::text, kind, agent_id, lower(period), upper(period), subject, coalesce(idem_key, ''), coalesce(appointment_id, ''), attempts, business_id`
 
 func scanHold(row pgx.CollectableRow) (ehr.Hold, error) {
 	var h ehr.Hold
 	var kind string
-	err := row.Scan(&h.ID, &kind, &h.AgentID, &h.Start, &h.End, &h.Subject, &h.IdempotencyKey, &h.AppointmentID, &h.Attempts)
+	err := row.Scan(&h.ID, &kind, &h.AgentID, &h.Start, &h.End, &h.Subject, &h.IdempotencyKey, &h.AppointmentID, &h.Attempts, &h.Business)
 	h.Kind = ehr.HoldKind(kind)
 	return h, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
+	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -44,6 +45,31 @@ func (r *MemberRepo) Role(ctx context.Context, businessID, subject string) (core
 		return "", fmt.Errorf("role in business %s: %w", businessID, err)
 	}
 	return role, nil
+}
+
+var _ ehr.Practices = (*MemberRepo)(nil)
+
+// BusinessesOf returns the ids of the businesses subject is a member of.
+func (r *MemberRepo) BusinessesOf(ctx context.Context, subject string) ([]string, error) {
+	rows, _ := r.db.Query(ctx, `SELECT business_id::text FROM business_members WHERE subject = $1 ORDER BY business_id`, subject)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("businesses of a subject: %w", err)
+	}
+	return ids, nil
+}
+
+// BusinessExists reports whether business id exists.
+func (r *MemberRepo) BusinessExists(ctx context.Context, id string) (bool, error) {
+	uid, ok := parseUUID(id)
+	if !ok {
+		return false, nil
+	}
+	var found bool
+	if err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM businesses WHERE id = $1)`, uid).Scan(&found); err != nil {
+		return false, fmt.Errorf("business %s exists: %w", id, err)
+	}
+	return found, nil
 }
 
 // List returns the members of business id, oldest first.

@@ -220,3 +220,32 @@ func TestIntegrationLocationRole(t *testing.T) {
 		t.Fatalf("missing location: %v", err)
 	}
 }
+
+func TestIntegrationMemberRepo_BusinessesOfAndBusinessExists(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	a, b := seedBusiness(t, db, "owner-a"), seedBusiness(t, db, "owner-b")
+	if err := db.Members().Add(ctx, &business.Member{BusinessID: b.ID, Subject: "owner-a", Role: core.RoleStaff}, allow); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		subject string
+		want    int
+	}{{"owner-a", 2}, {"owner-b", 1}, {"stranger", 0}} {
+		ids, err := db.Members().BusinessesOf(ctx, tc.subject)
+		if err != nil || len(ids) != tc.want {
+			t.Errorf("businesses of %s: %v %v, want %d", tc.subject, ids, err, tc.want)
+		}
+	}
+	if ids, _ := db.Members().BusinessesOf(ctx, "owner-b"); ids[0] != b.ID {
+		t.Errorf("owner-b's business %v, want %s", ids, b.ID)
+	}
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{{a.ID, true}, {strings.ToUpper(b.ID), true}, {"6f1c1b4e-6c55-4b8e-9a56-1a2b3c4d5e6f", false}, {"nope", false}} {
+		if ok, err := db.Members().BusinessExists(ctx, tc.id); err != nil || ok != tc.want {
+			t.Errorf("business %s exists: %v %v", tc.id, ok, err)
+		}
+	}
+}

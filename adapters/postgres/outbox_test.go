@@ -288,7 +288,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	idem, bookings := db.Idempotency(), db.Bookings()
 	start := time.Date(2030, 1, 2, 15, 0, 0, 0, time.UTC)
 	booked := func(id string) event.Event {
-		return event.Appointment(event.AppointmentBooked, id, "dr-1", "booked", start, start.Add(30*time.Minute))
+		return event.Appointment(event.AppointmentBooked, id, "dr-1", "booked", start, start.Add(30*time.Minute), "")
 	}
 	data := func(id string) string {
 		return `{"appointmentId":"` + id + `","agentId":"dr-1","status":"booked","start":"2030-01-02T15:00:00Z","end":"2030-01-02T15:30:00Z"}`
@@ -357,7 +357,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"x", "a-3"} {
-		if ok, err := bookings.IsBookedBy(ctx, "ana", id); err != nil || ok {
+		if ok, err := bookings.IsBookedBy(ctx, "ana", "", id); err != nil || ok {
 			t.Errorf("booking %s kept: %v %v", id, ok, err)
 		}
 	}

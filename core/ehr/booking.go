@@ -27,8 +27,9 @@ const (
 	maxReasonLen        = 1000
 )
 
-// Integration holds the appointment and agent use cases over the EHR that
-// integration.ehr names.
+// Integration holds the appointment and agent use cases over the
+// integration EHR of the acting business (Tenancy.Act; none in a
+// single-practice deployment: integration.ehr).
 type Integration struct {
 	systems     Systems
 	holds       Holds
@@ -84,8 +85,9 @@ const (
 const MaxFutureAppointments = 20
 
 // appointmentEvent is the event of type t about a, as the EHR confirmed it.
-func appointmentEvent(t event.Type, a Appointment) event.Event {
-	return event.Appointment(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End)
+// The event belongs to business, the acting business of the call.
+func appointmentEvent(t event.Type, a Appointment, business string) event.Event {
+	return event.Appointment(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End, business)
 }
 
 // ErrAppointmentRateLimited is a patient-context caller past its
@@ -93,12 +95,13 @@ func appointmentEvent(t event.Type, a Appointment) event.Event {
 var ErrAppointmentRateLimited = &core.Error{Kind: core.KindRateLimited, Code: "rate_limited", Message: "Too many appointment calls; try again later"}
 
 // limit counts a patient-context caller's appointment call against its
-// fixed one-minute window; staff are not limited here.
-func (s *Integration) limit(ctx context.Context, subject string, r reach) error {
+// fixed one-minute window (per acting business); staff are not limited
+// here.
+func (s *Integration) limit(ctx context.Context, subject, business string, r reach) error {
 	if r != reachOwn || s.rateLimit <= 0 || s.counter == nil {
 		return nil
 	}
-	n, ttl, err := s.counter.Incr(ctx, "rl:appt:v1:"+digest(subject), rateWindow)
+	n, ttl, err := s.counter.Incr(ctx, "rl:appt:v1:"+digest(scoped(subject, business)), rateWindow)
 	if err != nil {
 		return fmt.Errorf("rate limit counter: %w", err)
 	}
@@ -110,25 +113,34 @@ func (s *Integration) limit(ctx context.Context, subject string, r reach) error 
 	return nil
 }
 
+// requester is who calls an appointment use case: the actor, its reach, the
+// business it acts for and that business's EHR.
+type requester struct {
+	core.Actor
+	reach    reach
+	business string
+	sch      Scheduler
+}
+
 // access checks the caller's scope for perm, counts a patient-context
-// call, and returns the caller, its reach and the EHR.
-func (s *Integration) access(ctx context.Context, perm byte) (core.Actor, reach, Scheduler, error) {
+// call, and returns the caller with its reach, acting business and EHR.
+func (s *Integration) access(ctx context.Context, perm byte) (requester, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
-		return core.Actor{}, 0, nil, core.ErrUnauthenticated
+		return requester{}, core.ErrUnauthenticated
 	}
 	r, err := appointmentReach(actor, perm)
 	if err != nil {
-		return core.Actor{}, 0, nil, err
+		return requester{}, err
 	}
-	sch, err := s.scheduler()
+	biz, sch, err := s.scheduler(ctx)
 	if err != nil {
-		return core.Actor{}, 0, nil, err
+		return requester{}, err
 	}
-	if err := s.limit(ctx, actor.Subject, r); err != nil {
-		return core.Actor{}, 0, nil, err
+	if err := s.limit(ctx, actor.Subject, biz, r); err != nil {
+		return requester{}, err
 	}
-	return actor, r, sch, nil
+	return requester{Actor: actor, reach: r, business: biz, sch: sch}, nil
 }
 
 // maxOwnAppointments bounds the appointments a patient-context listing
@@ -162,12 +174,17 @@ type Booked struct {
 	Replayed    bool
 }
 
-func (s *Integration) scheduler() (Scheduler, error) {
-	sch := s.systems.Scheduler()
-	if sch == nil {
-		return nil, ErrNoIntegration
+// scheduler returns the acting business and its integration EHR.
+func (s *Integration) scheduler(ctx context.Context) (string, Scheduler, error) {
+	biz, err := business(ctx, s.systems)
+	if err != nil {
+		return "", nil, err
 	}
-	return sch, nil
+	sch := s.systems.Scheduler(biz)
+	if sch == nil {
+		return "", nil, ErrNoIntegration
+	}
+	return biz, sch, nil
 }
 
 // fieldErrors collects field-level validation messages.
@@ -268,32 +285,33 @@ func (s *Integration) checkPatient(p PatientContact, f *fieldErrors) PatientCont
 // transaction), so a patient-context caller can later list, cancel and
 // move what it booked, from any instance.
 func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error) {
-	actor, reach, sch, err := s.access(ctx, core.PermCreate)
+	c, err := s.access(ctx, core.PermCreate)
 	if err != nil {
 		return Booked{}, err
 	}
+	actor, sch := c.Actor, c.sch
 	key := r.IdempotencyKey
 	if key == "" {
-		a, err := s.book(ctx, sch, actor, reach, r)
+		a, err := s.book(ctx, c, r)
 		return Booked{Appointment: a}, err
 	}
 	if len(key) > 255 || strings.ContainsFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
 		return Booked{}, ErrInvalidIdempotencyKey
 	}
-	stored, done, err := s.idem.Claim(ctx, actor.Subject, key, s.fingerprints(actor.Subject, r))
+	stored, done, err := s.idem.Claim(ctx, actor.Subject, key, s.fingerprints(actor.Subject, c.business, r))
 	switch {
 	case errors.Is(err, ErrIdempotencyInProgress):
-		return s.resume(ctx, sch, actor, r)
+		return s.resume(ctx, c, r)
 	case err != nil:
 		return Booked{}, err
 	case done:
 		return replay(ctx, sch, stored)
 	}
-	a, err := s.book(ctx, sch, actor, reach, r)
+	a, err := s.book(ctx, c, r)
 	if errors.Is(err, ErrIdempotencyInProgress) {
 		// The key's claim was stale, but the first request's hold is
 		// still there: that booking goes on.
-		return s.resume(ctx, sch, actor, r)
+		return s.resume(ctx, c, r)
 	}
 	var ce *core.Error
 	if err != nil && (!errors.As(err, &ce) || !isFinal(ce.Kind) || errors.Is(err, ErrAgentBusy)) {
@@ -376,8 +394,9 @@ func replay(ctx context.Context, sch Scheduler, raw []byte) (Booked, error) {
 // fingerprints identify a booking request, so a key reused for another
 // request is told apart: one per fingerprint key, the current key's first.
 // Each is an HMAC under the service's key: an unkeyed hash of a patient's
-// details could be matched against guesses.
-func (s *Integration) fingerprints(subject string, r BookingRequest) []string {
+// details could be matched against guesses. The acting business is part of
+// the request: a key used at one business is another request at the next.
+func (s *Integration) fingerprints(subject, business string, r BookingRequest) []string {
 	r.IdempotencyKey = ""
 	raw, _ := json.Marshal(r) // a struct of strings and ints always marshals
 	fps := make([]string, len(s.fpKeys))
@@ -386,6 +405,10 @@ func (s *Integration) fingerprints(subject string, r BookingRequest) []string {
 		m.Write([]byte(subject))
 		m.Write([]byte{0})
 		m.Write(raw)
+		if business != "" { // "" keeps the fingerprints made before businesses
+			m.Write([]byte{0})
+			m.Write([]byte(business))
+		}
 		fps[i] = hex.EncodeToString(m.Sum(nil))
 	}
 	return fps
@@ -418,17 +441,18 @@ func (s *Integration) appointment(r BookingRequest) (Appointment, error) {
 
 // book checks the request, holds the agent's time, and creates and
 // records the appointment.
-func (s *Integration) book(ctx context.Context, sch Scheduler, actor core.Actor, r reach, req BookingRequest) (Appointment, error) {
+func (s *Integration) book(ctx context.Context, c requester, req BookingRequest) (Appointment, error) {
 	a, err := s.appointment(req)
 	if err != nil {
 		return Appointment{}, err
 	}
+	sch := c.sch
 	if _, err := sch.GetAgent(ctx, a.AgentID); err != nil {
 		return Appointment{}, err
 	}
 	h := Hold{ID: core.NewUUID(), Kind: HoldBook, AgentID: a.AgentID, Start: a.Start, End: a.End,
-		Subject: actor.Subject, IdempotencyKey: req.IdempotencyKey}
-	if r == reachOwn {
+		Subject: c.Subject, Business: c.business, IdempotencyKey: req.IdempotencyKey}
+	if c.reach == reachOwn {
 		h.MaxFuture = MaxFutureAppointments
 	}
 	if err := s.holds.Take(ctx, h, holdLease); err != nil {
@@ -474,7 +498,8 @@ func (s *Integration) create(ctx context.Context, sch Scheduler, h Hold, a Appoi
 // Idempotency-Key's outcome when it has one, in one transaction, with its
 // event.
 func (s *Integration) settle(ctx context.Context, h Hold, a Appointment) error {
-	b := Booking{Subject: h.Subject, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID, Event: appointmentEvent(event.AppointmentBooked, a)}
+	b := Booking{Subject: h.Subject, Business: h.Business, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID,
+		Event: appointmentEvent(event.AppointmentBooked, a, h.Business)}
 	if h.IdempotencyKey != "" {
 		return s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{AppointmentID: a.ID, Status: string(a.Status)}, &b, nil)
 	}
@@ -511,10 +536,17 @@ func mayHaveBooked(err error) bool {
 // EHR holds under the hold's reference is recorded and answered, and when
 // there is none it is booked now, under the same reference. Otherwise the
 // first request is still running.
-func (s *Integration) resume(ctx context.Context, sch Scheduler, actor core.Actor, r BookingRequest) (Booked, error) {
-	h, found, err := s.holds.Resume(ctx, actor.Subject, r.IdempotencyKey, holdLease)
+func (s *Integration) resume(ctx context.Context, c requester, r BookingRequest) (Booked, error) {
+	sch := c.sch
+	h, found, err := s.holds.Resume(ctx, c.Subject, r.IdempotencyKey, holdLease)
 	if err != nil {
 		return Booked{}, err
+	}
+	if found && h.Business != c.business {
+		// The key's booking at another business: it stays that
+		// business's, settled by the reconciler.
+		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, 0)
+		found = false
 	}
 	if !found {
 		return Booked{}, ErrIdempotencyInProgress
@@ -570,10 +602,11 @@ func covers(periods []Period, start, end time.Time) bool {
 
 // Cancel cancels appointment id; a cancelled one is a conflict.
 func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointment, error) {
-	_, sch, err := s.mayChange(ctx, id)
+	c, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
+	sch := c.sch
 	if len(reason) > maxReasonLen {
 		return Appointment{}, ErrInvalidAppointment.WithMessage("Validation failed: reason must be at most %d characters", maxReasonLen)
 	}
@@ -588,14 +621,14 @@ func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointmen
 	if err != nil {
 		return Appointment{}, err
 	}
-	return cancelled, s.changed(ctx, event.AppointmentCancelled, cancelled)
+	return cancelled, s.changed(ctx, event.AppointmentCancelled, cancelled, c.business)
 }
 
 // changed notes a move or a cancellation the EHR confirmed in the booking
 // record and writes its event. The change is made: when this fails the
 // caller is told (an error), since other systems will not hear of it.
-func (s *Integration) changed(ctx context.Context, t event.Type, a Appointment) error {
-	if err := s.bookings.Changed(context.WithoutCancel(ctx), a.ID, a.Start, a.Status == StatusCancelled, appointmentEvent(t, a)); err != nil {
+func (s *Integration) changed(ctx context.Context, t event.Type, a Appointment, business string) error {
+	if err := s.bookings.Changed(context.WithoutCancel(ctx), business, a.ID, a.Start, a.Status == StatusCancelled, appointmentEvent(t, a, business)); err != nil {
 		return fmt.Errorf("write %s event of appointment %s: %w", t, a.ID, err)
 	}
 	return nil
@@ -605,10 +638,11 @@ func (s *Integration) changed(ctx context.Context, t event.Type, a Appointment) 
 // cancelled one is a conflict. The new time is held while the EHR answers,
 // as a booking's is.
 func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (Appointment, error) {
-	actor, sch, err := s.mayChange(ctx, id)
+	c, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
+	sch := c.sch
 	var f fieldErrors
 	start, end := s.parsePeriod(startS, endS, 0, &f)
 	if err := f.err(); err != nil {
@@ -621,7 +655,7 @@ func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (
 	if a.Status == StatusCancelled {
 		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", id)
 	}
-	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: start, End: end, Subject: actor.Subject, AppointmentID: id}
+	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: start, End: end, Subject: c.Subject, Business: c.business, AppointmentID: id}
 	if err := s.holds.Take(ctx, h, holdLease); err != nil {
 		return Appointment{}, err
 	}
@@ -635,34 +669,35 @@ func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (
 	if err != nil {
 		return Appointment{}, err
 	}
-	return moved, s.changed(ctx, event.AppointmentRescheduled, moved)
+	return moved, s.changed(ctx, event.AppointmentRescheduled, moved, c.business)
 }
 
 // mayChange checks that the caller may cancel or reschedule appointment
 // id: staff any, a patient only one it booked; any other id, existing or
 // not, is not found for it (before the EHR is asked).
-func (s *Integration) mayChange(ctx context.Context, id string) (core.Actor, Scheduler, error) {
-	actor, r, sch, err := s.access(ctx, core.PermUpdate)
+func (s *Integration) mayChange(ctx context.Context, id string) (requester, error) {
+	c, err := s.access(ctx, core.PermUpdate)
 	if err != nil {
-		return core.Actor{}, nil, err
+		return requester{}, err
 	}
-	if r == reachOwn {
-		mine, err := s.bookings.IsBookedBy(ctx, actor.Subject, id)
+	if c.reach == reachOwn {
+		mine, err := s.bookings.IsBookedBy(ctx, c.Subject, c.business, id)
 		if err != nil {
-			return core.Actor{}, nil, fmt.Errorf("read bookings: %w", err)
+			return requester{}, fmt.Errorf("read bookings: %w", err)
 		}
 		if !mine {
-			return core.Actor{}, nil, ErrAppointmentNotFound
+			return requester{}, ErrAppointmentNotFound
 		}
 	}
-	return actor, sch, nil
+	return c, nil
 }
 
 func (s *Integration) authorized(ctx context.Context) (Scheduler, error) {
 	if _, ok := core.ActorFrom(ctx); !ok {
 		return nil, core.ErrUnauthenticated
 	}
-	return s.scheduler()
+	_, sch, err := s.scheduler(ctx)
+	return sch, err
 }
 
 // paging checks page and limit (defaults 1 and DefaultLimit, page at most
@@ -687,10 +722,11 @@ func paging(page, limit int, f *fieldErrors) (int, int) {
 // the caller booked for a patient-context caller (the filters apply within
 // them).
 func (s *Integration) Appointments(ctx context.Context, flt AppointmentFilter) (Page[Appointment], error) {
-	actor, r, sch, err := s.access(ctx, core.PermSearch)
+	c, err := s.access(ctx, core.PermSearch)
 	if err != nil {
 		return Page[Appointment]{}, err
 	}
+	sch := c.sch
 	var f fieldErrors
 	flt.Page, flt.Limit = paging(flt.Page, flt.Limit, &f)
 	if flt.Status != "" && !slices.Contains(AppointmentStatuses, flt.Status) {
@@ -702,17 +738,17 @@ func (s *Integration) Appointments(ctx context.Context, flt AppointmentFilter) (
 	if err := f.err(); err != nil {
 		return Page[Appointment]{}, err
 	}
-	if r == reachOwn {
-		return s.ownAppointments(ctx, sch, actor.Subject, flt)
+	if c.reach == reachOwn {
+		return s.ownAppointments(ctx, sch, c.Subject, c.business, flt)
 	}
 	return sch.ListAppointments(ctx, flt)
 }
 
-// ownAppointments lists the appointments subject booked, read one by one
-// from the EHR (a few at a time), filtered, ordered by start, and paged.
-// One the EHR no longer has is left out.
-func (s *Integration) ownAppointments(ctx context.Context, sch Scheduler, subject string, flt AppointmentFilter) (Page[Appointment], error) {
-	ids, err := s.bookings.BookedBy(ctx, subject)
+// ownAppointments lists the appointments subject booked acting for
+// business, read one by one from the EHR (a few at a time), filtered,
+// ordered by start, and paged. One the EHR no longer has is left out.
+func (s *Integration) ownAppointments(ctx context.Context, sch Scheduler, subject, business string, flt AppointmentFilter) (Page[Appointment], error) {
+	ids, err := s.bookings.BookedBy(ctx, subject, business)
 	if err != nil {
 		return Page[Appointment]{}, fmt.Errorf("read bookings: %w", err)
 	}

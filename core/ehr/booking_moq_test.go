@@ -530,13 +530,13 @@ var _ BookingLog = &BookingLogMock{}
 //
 //		// make and configure a mocked BookingLog
 //		mockedBookingLog := &BookingLogMock{
-//			BookedByFunc: func(ctx context.Context, subject string) ([]string, error) {
+//			BookedByFunc: func(ctx context.Context, subject string, business string) ([]string, error) {
 //				panic("mock out the BookedBy method")
 //			},
-//			ChangedFunc: func(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error {
+//			ChangedFunc: func(ctx context.Context, business string, id string, start time.Time, cancelled bool, e event.Event) error {
 //				panic("mock out the Changed method")
 //			},
-//			IsBookedByFunc: func(ctx context.Context, subject string, id string) (bool, error) {
+//			IsBookedByFunc: func(ctx context.Context, subject string, business string, id string) (bool, error) {
 //				panic("mock out the IsBookedBy method")
 //			},
 //			RecordFunc: func(ctx context.Context, b Booking) error {
@@ -550,13 +550,13 @@ var _ BookingLog = &BookingLogMock{}
 //	}
 type BookingLogMock struct {
 	// BookedByFunc mocks the BookedBy method.
-	BookedByFunc func(ctx context.Context, subject string) ([]string, error)
+	BookedByFunc func(ctx context.Context, subject string, business string) ([]string, error)
 
 	// ChangedFunc mocks the Changed method.
-	ChangedFunc func(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error
+	ChangedFunc func(ctx context.Context, business string, id string, start time.Time, cancelled bool, e event.Event) error
 
 	// IsBookedByFunc mocks the IsBookedBy method.
-	IsBookedByFunc func(ctx context.Context, subject string, id string) (bool, error)
+	IsBookedByFunc func(ctx context.Context, subject string, business string, id string) (bool, error)
 
 	// RecordFunc mocks the Record method.
 	RecordFunc func(ctx context.Context, b Booking) error
@@ -569,11 +569,15 @@ type BookingLogMock struct {
 			Ctx context.Context
 			// Subject is the subject argument value.
 			Subject string
+			// Business is the business argument value.
+			Business string
 		}
 		// Changed holds details about calls to the Changed method.
 		Changed []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
+			// Business is the business argument value.
+			Business string
 			// ID is the id argument value.
 			ID string
 			// Start is the start argument value.
@@ -589,6 +593,8 @@ type BookingLogMock struct {
 			Ctx context.Context
 			// Subject is the subject argument value.
 			Subject string
+			// Business is the business argument value.
+			Business string
 			// ID is the id argument value.
 			ID string
 		}
@@ -607,21 +613,23 @@ type BookingLogMock struct {
 }
 
 // BookedBy calls BookedByFunc.
-func (mock *BookingLogMock) BookedBy(ctx context.Context, subject string) ([]string, error) {
+func (mock *BookingLogMock) BookedBy(ctx context.Context, subject string, business string) ([]string, error) {
 	if mock.BookedByFunc == nil {
 		panic("BookingLogMock.BookedByFunc: method is nil but BookingLog.BookedBy was just called")
 	}
 	callInfo := struct {
-		Ctx     context.Context
-		Subject string
+		Ctx      context.Context
+		Subject  string
+		Business string
 	}{
-		Ctx:     ctx,
-		Subject: subject,
+		Ctx:      ctx,
+		Subject:  subject,
+		Business: business,
 	}
 	mock.lockBookedBy.Lock()
 	mock.calls.BookedBy = append(mock.calls.BookedBy, callInfo)
 	mock.lockBookedBy.Unlock()
-	return mock.BookedByFunc(ctx, subject)
+	return mock.BookedByFunc(ctx, subject, business)
 }
 
 // BookedByCalls gets all the calls that were made to BookedBy.
@@ -629,12 +637,14 @@ func (mock *BookingLogMock) BookedBy(ctx context.Context, subject string) ([]str
 //
 //	len(mockedBookingLog.BookedByCalls())
 func (mock *BookingLogMock) BookedByCalls() []struct {
-	Ctx     context.Context
-	Subject string
+	Ctx      context.Context
+	Subject  string
+	Business string
 } {
 	var calls []struct {
-		Ctx     context.Context
-		Subject string
+		Ctx      context.Context
+		Subject  string
+		Business string
 	}
 	mock.lockBookedBy.RLock()
 	calls = mock.calls.BookedBy
@@ -643,18 +653,20 @@ func (mock *BookingLogMock) BookedByCalls() []struct {
 }
 
 // Changed calls ChangedFunc.
-func (mock *BookingLogMock) Changed(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error {
+func (mock *BookingLogMock) Changed(ctx context.Context, business string, id string, start time.Time, cancelled bool, e event.Event) error {
 	if mock.ChangedFunc == nil {
 		panic("BookingLogMock.ChangedFunc: method is nil but BookingLog.Changed was just called")
 	}
 	callInfo := struct {
 		Ctx       context.Context
+		Business  string
 		ID        string
 		Start     time.Time
 		Cancelled bool
 		E         event.Event
 	}{
 		Ctx:       ctx,
+		Business:  business,
 		ID:        id,
 		Start:     start,
 		Cancelled: cancelled,
@@ -663,7 +675,7 @@ func (mock *BookingLogMock) Changed(ctx context.Context, id string, start time.T
 	mock.lockChanged.Lock()
 	mock.calls.Changed = append(mock.calls.Changed, callInfo)
 	mock.lockChanged.Unlock()
-	return mock.ChangedFunc(ctx, id, start, cancelled, e)
+	return mock.ChangedFunc(ctx, business, id, start, cancelled, e)
 }
 
 // ChangedCalls gets all the calls that were made to Changed.
@@ -672,6 +684,7 @@ func (mock *BookingLogMock) Changed(ctx context.Context, id string, start time.T
 //	len(mockedBookingLog.ChangedCalls())
 func (mock *BookingLogMock) ChangedCalls() []struct {
 	Ctx       context.Context
+	Business  string
 	ID        string
 	Start     time.Time
 	Cancelled bool
@@ -679,6 +692,7 @@ func (mock *BookingLogMock) ChangedCalls() []struct {
 } {
 	var calls []struct {
 		Ctx       context.Context
+		Business  string
 		ID        string
 		Start     time.Time
 		Cancelled bool
@@ -691,23 +705,25 @@ func (mock *BookingLogMock) ChangedCalls() []struct {
 }
 
 // IsBookedBy calls IsBookedByFunc.
-func (mock *BookingLogMock) IsBookedBy(ctx context.Context, subject string, id string) (bool, error) {
+func (mock *BookingLogMock) IsBookedBy(ctx context.Context, subject string, business string, id string) (bool, error) {
 	if mock.IsBookedByFunc == nil {
 		panic("BookingLogMock.IsBookedByFunc: method is nil but BookingLog.IsBookedBy was just called")
 	}
 	callInfo := struct {
-		Ctx     context.Context
-		Subject string
-		ID      string
+		Ctx      context.Context
+		Subject  string
+		Business string
+		ID       string
 	}{
-		Ctx:     ctx,
-		Subject: subject,
-		ID:      id,
+		Ctx:      ctx,
+		Subject:  subject,
+		Business: business,
+		ID:       id,
 	}
 	mock.lockIsBookedBy.Lock()
 	mock.calls.IsBookedBy = append(mock.calls.IsBookedBy, callInfo)
 	mock.lockIsBookedBy.Unlock()
-	return mock.IsBookedByFunc(ctx, subject, id)
+	return mock.IsBookedByFunc(ctx, subject, business, id)
 }
 
 // IsBookedByCalls gets all the calls that were made to IsBookedBy.
@@ -715,14 +731,16 @@ func (mock *BookingLogMock) IsBookedBy(ctx context.Context, subject string, id s
 //
 //	len(mockedBookingLog.IsBookedByCalls())
 func (mock *BookingLogMock) IsBookedByCalls() []struct {
-	Ctx     context.Context
-	Subject string
-	ID      string
+	Ctx      context.Context
+	Subject  string
+	Business string
+	ID       string
 } {
 	var calls []struct {
-		Ctx     context.Context
-		Subject string
-		ID      string
+		Ctx      context.Context
+		Subject  string
+		Business string
+		ID       string
 	}
 	mock.lockIsBookedBy.RLock()
 	calls = mock.calls.IsBookedBy

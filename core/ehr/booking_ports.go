@@ -23,10 +23,13 @@ type Hold struct {
 	// Subject is who books; IdempotencyKey is the booking's key ("" none).
 	Subject        string
 	IdempotencyKey string
+	// Business is the acting business of the call ("" none): its
+	// integration EHR is called.
+	Business string
 	// AppointmentID is the appointment a move moves.
 	AppointmentID string
 	// MaxFuture, when above zero, is how many future appointments (booked
-	// and held) Subject may have once this hold is taken.
+	// and held) Subject may have at Business once this hold is taken.
 	MaxFuture int
 	// Attempts counts the reconciler's tries so far.
 	Attempts int
@@ -70,6 +73,7 @@ type Holds interface {
 // its subject.
 type Booking struct {
 	Subject       string
+	Business      string // the acting business of the booking ("" none)
 	AppointmentID string
 	Start         time.Time
 	// HoldID is the hold the booking settles; it is removed with the
@@ -105,14 +109,15 @@ type BookingLog interface {
 	// Record stores b, removes its hold and writes its event, in one
 	// transaction; recording it again changes nothing.
 	Record(ctx context.Context, b Booking) error
-	// Changed notes that the EHR moved or cancelled appointment id (start,
-	// cancelled) and writes e, in one transaction.
-	Changed(ctx context.Context, id string, start time.Time, cancelled bool, e event.Event) error
-	// BookedBy returns the ids of the appointments subject booked, oldest
-	// first.
-	BookedBy(ctx context.Context, subject string) ([]string, error)
-	// IsBookedBy reports whether subject booked appointment id.
-	IsBookedBy(ctx context.Context, subject, id string) (bool, error)
+	// Changed notes that the EHR of business moved or cancelled appointment
+	// id (start, cancelled) and writes e, in one transaction.
+	Changed(ctx context.Context, business, id string, start time.Time, cancelled bool, e event.Event) error
+	// BookedBy returns the ids of the appointments subject booked acting
+	// for business, oldest first.
+	BookedBy(ctx context.Context, subject, business string) ([]string, error)
+	// IsBookedBy reports whether subject booked appointment id acting for
+	// business.
+	IsBookedBy(ctx context.Context, subject, business, id string) (bool, error)
 }
 
 // Counter counts calls in fixed windows, for rate limits (the search

@@ -237,27 +237,27 @@ func memBookings() *memBookingLog {
 			}
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if !slices.Contains(l.by[b.Subject], b.AppointmentID) {
-				l.by[b.Subject] = append(l.by[b.Subject], b.AppointmentID)
+			if by := scoped(b.Subject, b.Business); !slices.Contains(l.by[by], b.AppointmentID) {
+				l.by[by] = append(l.by[by], b.AppointmentID)
 				l.start[b.AppointmentID] = b.Start
 			}
 			return nil
 		},
-		ChangedFunc: func(_ context.Context, id string, start time.Time, cancelled bool, _ event.Event) error {
+		ChangedFunc: func(_ context.Context, _, id string, start time.Time, cancelled bool, _ event.Event) error {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.start[id], l.gone[id] = start, cancelled
 			return nil
 		},
-		BookedByFunc: func(_ context.Context, sub string) ([]string, error) {
+		BookedByFunc: func(_ context.Context, sub, business string) ([]string, error) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			return slices.Clone(l.by[sub]), nil
+			return slices.Clone(l.by[scoped(sub, business)]), nil
 		},
-		IsBookedByFunc: func(_ context.Context, sub, id string) (bool, error) {
+		IsBookedByFunc: func(_ context.Context, sub, business, id string) (bool, error) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			return slices.Contains(l.by[sub], id), nil
+			return slices.Contains(l.by[scoped(sub, business)], id), nil
 		},
 	}
 	return l
@@ -603,7 +603,7 @@ func TestBook_LostAnswerIsResumedWithTheSameKey(t *testing.T) {
 	if len(c.appts) != 1 || len(c.CreateAppointmentCalls()) != 1 {
 		t.Fatalf("%d appointments, %d creates: the repeat booked again", len(c.appts), len(c.CreateAppointmentCalls()))
 	}
-	if ids, _ := s.bookings.BookedBy(context.Background(), "u"); len(ids) != 1 || ids[0] != b.Appointment.ID {
+	if ids, _ := s.bookings.BookedBy(context.Background(), "u", ""); len(ids) != 1 || ids[0] != b.Appointment.ID {
 		t.Fatalf("booked by u: %v", ids)
 	}
 	if again, err := s.Book(caller("u"), r); err != nil || !again.Replayed || again.Appointment.ID != b.Appointment.ID {
@@ -700,7 +700,7 @@ func TestReconcile_RecordsWhatTheEHRHoldsAndReleasesTheRest(t *testing.T) {
 	if holds.count() != 0 {
 		t.Fatal("holds left")
 	}
-	ids, _ := s.bookings.BookedBy(context.Background(), "u")
+	ids, _ := s.bookings.BookedBy(context.Background(), "u", "")
 	if len(ids) != 1 {
 		t.Fatalf("booked by u: %v", ids)
 	}
@@ -760,7 +760,7 @@ func TestBook_APatientHoldsAtMostTwentyFutureAppointments(t *testing.T) {
 		t.Fatal("the limit is not a conflict (409)")
 	}
 	// A cancelled one frees a place; staff are not limited.
-	ids, _ := s.bookings.BookedBy(context.Background(), "pat")
+	ids, _ := s.bookings.BookedBy(context.Background(), "pat", "")
 	if _, err := s.Cancel(pat, ids[0], ""); err != nil {
 		t.Fatal(err)
 	}
@@ -928,7 +928,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	}
 	// The fingerprint is keyed: another key gives another one.
 	other := NewIntegration(FixedSystems{Integration: c}, s.holds, idem, s.bookings, s.counter, IntegrationConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
-	if other.fingerprints("u", r)[0] == fp || s.fingerprints("u", r)[0] != fp || s.fingerprints("v", r)[0] == fp {
+	if other.fingerprints("u", "", r)[0] == fp || s.fingerprints("u", "", r)[0] != fp || s.fingerprints("v", "", r)[0] == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}
 
@@ -1073,7 +1073,7 @@ func TestBook_BookedButNotRecordedIsRecordedByTheRepeat(t *testing.T) {
 	if err != nil || b.Appointment.ID == "" || len(c.CreateAppointmentCalls()) != 1 {
 		t.Fatalf("the repeat: %+v %v, %d creates", b, err, len(c.CreateAppointmentCalls()))
 	}
-	if ids, _ := s.bookings.BookedBy(context.Background(), "u"); len(ids) != 1 {
+	if ids, _ := s.bookings.BookedBy(context.Background(), "u", ""); len(ids) != 1 {
 		t.Fatalf("booked by u: %v", ids)
 	}
 }

@@ -103,7 +103,7 @@ func TestAppointmentEvents_AnUnwrittenEventIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := errors.New("database down")
-	s.bookings.(*memBookingLog).ChangedFunc = func(context.Context, string, time.Time, bool, event.Event) error { return down }
+	s.bookings.(*memBookingLog).ChangedFunc = func(context.Context, string, string, time.Time, bool, event.Event) error { return down }
 	if _, err := s.Cancel(caller("u"), b.Appointment.ID, ""); !errors.Is(err, down) {
 		t.Fatalf("cancel whose event is not written: %v", err)
 	}

@@ -52,21 +52,29 @@ type Cache interface {
 // and keeps the answer to its end, so a request in flight finishes on the
 // systems it started with whatever reload happens meanwhile.
 type Systems interface {
-	// Search returns the systems the search gateway asks, in the order of
-	// the EHR systems file.
-	Search() []System
-	// Scheduler returns the integration EHR; nil when none is configured.
-	Scheduler() Scheduler
+	// Search returns the systems the search gateway asks for business, in
+	// the order of the EHR systems file: those serving it ("": every
+	// system, in a single-practice deployment).
+	Search(business string) []System
+	// Scheduler returns the integration EHR of business; nil when it has
+	// none.
+	Scheduler(business string) Scheduler
+	// MultiPractice reports whether some system is bound to businesses.
+	MultiPractice() bool
 }
 
-// FixedSystems are Systems that never change.
+// FixedSystems are Systems of a single-practice deployment that never
+// change: the same systems for every business.
 type FixedSystems struct {
 	Searched    []System
 	Integration Scheduler // nil: none configured
 }
 
 // Search returns f.Searched.
-func (f FixedSystems) Search() []System { return f.Searched }
+func (f FixedSystems) Search(string) []System { return f.Searched }
 
 // Scheduler returns f.Integration.
-func (f FixedSystems) Scheduler() Scheduler { return f.Integration }
+func (f FixedSystems) Scheduler(string) Scheduler { return f.Integration }
+
+// MultiPractice is false.
+func (f FixedSystems) MultiPractice() bool { return false }

@@ -26,8 +26,7 @@ const reconcileRetry = time.Minute
 // released. Every instance may run it: each hold is leased to one.
 func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) {
 	var done Reconciled
-	sch := s.systems.Scheduler()
-	if sch == nil {
+	if !s.systems.MultiPractice() && s.systems.Scheduler("") == nil {
 		return done, nil
 	}
 	holds, err := s.holds.Due(ctx, n, holdLease)
@@ -36,6 +35,14 @@ func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) 
 	}
 	var errs []error
 	for _, h := range holds {
+		// The EHR the booking was made in: that of the hold's business.
+		sch := s.systems.Scheduler(h.Business)
+		if sch == nil {
+			done.Failed++
+			errs = append(errs, fmt.Errorf("settle hold %s: %w", h.ID, ErrNoIntegration))
+			_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, reconcileRetry)
+			continue
+		}
 		recorded, err := s.reconcile(ctx, sch, h)
 		switch {
 		case err != nil:

@@ -125,16 +125,22 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
-	if err := s.limit(ctx, actor); err != nil {
+	biz, err := business(ctx, s.systems)
+	if err != nil {
 		return nil, err
 	}
-	systems, err := s.route(v)
+	// The caller's counters and cache entries are per acting business.
+	caller := scoped(actor.Subject, biz)
+	if err := s.limit(ctx, caller); err != nil {
+		return nil, err
+	}
+	systems, err := s.route(v, biz)
 	if err != nil {
 		return nil, err
 	}
 	res := &SearchResult{RequestID: core.NewUUID(), Page: v.page, Limit: v.limit, Sources: []string{}}
 
-	key := cacheKey(actor.Subject, v, systems)
+	key := cacheKey(caller, v, systems)
 	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
 	var merged cached
 	if caching {
@@ -192,12 +198,22 @@ func (s *Service) cached(ctx context.Context, key string) (cached, bool, error) 
 	return c, true, nil
 }
 
-// limit counts the search against the caller's fixed one-minute window.
-func (s *Service) limit(ctx context.Context, actor core.Actor) error {
+// scoped names a caller acting for business in counter and cache keys: its
+// subject alone when it acts for none.
+func scoped(subject, business string) string {
+	if business == "" {
+		return subject
+	}
+	return subject + "\x00" + business
+}
+
+// limit counts the search against the fixed one-minute window of caller
+// (scoped).
+func (s *Service) limit(ctx context.Context, caller string) error {
 	if s.cfg.RateLimit <= 0 {
 		return nil
 	}
-	n, ttl, err := s.cache.Incr(ctx, "rl:v1:"+digest(actor.Subject), rateWindow)
+	n, ttl, err := s.cache.Incr(ctx, "rl:v1:"+digest(caller), rateWindow)
 	if err != nil {
 		return fmt.Errorf("rate limit counter: %w", err)
 	}
@@ -209,12 +225,12 @@ func (s *Service) limit(ctx context.Context, actor core.Actor) error {
 	return nil
 }
 
-// route picks the systems that serve the search type and, when a location
-// is asked for, that site.
-func (s *Service) route(v validated) ([]System, error) {
+// route picks the systems of business that serve the search type and,
+// when a location is asked for, that site.
+func (s *Service) route(v validated, business string) ([]System, error) {
 	var out []System
 	serving := 0
-	for _, sys := range s.systems.Search() {
+	for _, sys := range s.systems.Search(business) {
 		if !slices.Contains(sys.SearchTypes, v.searchType) {
 			continue
 		}
@@ -280,7 +296,8 @@ func sourceError(name string, err error) SourceError {
 	return SourceError{Source: name, Code: "ehr_error", Message: name + " failed"}
 }
 
-// cacheKey scopes a cache entry to the caller, the normalised request and
+// cacheKey scopes a cache entry to the caller (scoped by its acting
+// business), the normalised request and
 // the systems asked (so that an answer of other systems, before a reload of
 // the EHR systems file, is not served); the page is not part of it, as every
 // page is cut from the same list.

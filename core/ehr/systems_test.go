@@ -12,9 +12,10 @@ import (
 // swappable is Systems whose answer a test replaces, as a reload does.
 type swappable struct{ cur atomic.Pointer[FixedSystems] }
 
-func (s *swappable) set(f FixedSystems)   { s.cur.Store(&f) }
-func (s *swappable) Search() []System     { return s.cur.Load().Search() }
-func (s *swappable) Scheduler() Scheduler { return s.cur.Load().Scheduler() }
+func (s *swappable) set(f FixedSystems)           { s.cur.Store(&f) }
+func (s *swappable) Search(b string) []System     { return s.cur.Load().Search(b) }
+func (s *swappable) Scheduler(b string) Scheduler { return s.cur.Load().Scheduler(b) }
+func (s *swappable) MultiPractice() bool          { return false }
 
 func TestSearch_AsksTheSystemsInForceAndNotAnAnswerOfOthers(t *testing.T) {
 	var systems swappable

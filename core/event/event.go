@@ -124,9 +124,10 @@ func New(t Type, businessID string, data any) Event {
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond), BusinessID: businessID, Data: data}
 }
 
-// Appointment returns an appointment event for what the EHR confirmed.
-func Appointment(t Type, id, agentID, status string, start, end time.Time) Event {
-	return New(t, "", AppointmentData{AppointmentID: id, AgentID: agentID, Status: status, Start: start.UTC(), End: end.UTC()})
+// Appointment returns an appointment event for what the EHR confirmed;
+// businessID is the business the call acted for ("" none).
+func Appointment(t Type, id, agentID, status string, start, end time.Time, businessID string) Event {
+	return New(t, businessID, AppointmentData{AppointmentID: id, AgentID: agentID, Status: status, Start: start.UTC(), End: end.UTC()})
 }
 
 // Blob returns a blob event; locationID "" is a blob of no location, and

@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+// headerBusiness names the business a request acts for (the contract's
+// acting business).
+const headerBusiness = "X-Business-Id"
+
+var errInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_business_id",
+	Message: "X-Business-Id must be a business id (a UUID)"}
+
+// acting resolves the acting business of a search, appointment or agent
+// request (use tells which) from its X-Business-Id header and the caller,
+// records it in the request's audit event, and hands it to next in the
+// request's context. The caller must be authenticated already.
+func (s *Server) acting(use ehr.Use, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		requested := r.Header.Get(headerBusiness)
+		if requested != "" && !isUUID(requested) {
+			s.writeError(w, r, errInvalidBusinessID)
+			return
+		}
+		if s.tenancy == nil {
+			next(w, r)
+			return
+		}
+		ctx, id, err := s.tenancy.Act(r.Context(), requested, use)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		auditBusiness(ctx, id)
+		next(w, r.WithContext(ctx))
+	}
+}
+
+// isUUID reports whether s is a UUID in its 36-character text form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range []byte(s) {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

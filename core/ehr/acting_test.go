@@ -1,0 +1,207 @@
+package ehr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// practices is Practices over a map of memberships.
+type practices map[string][]string // subject → business ids
+
+func (p practices) BusinessesOf(_ context.Context, subject string) ([]string, error) {
+	return p[subject], nil
+}
+
+func (p practices) BusinessExists(_ context.Context, id string) (bool, error) {
+	for _, ids := range p {
+		if slices.Contains(ids, id) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// multi is Systems of a multi-practice deployment: a per business.
+type multi map[string]System
+
+func (m multi) Search(b string) []System {
+	if s, ok := m[b]; ok {
+		return []System{s}
+	}
+	return nil
+}
+func (m multi) Scheduler(string) Scheduler { return nil }
+func (m multi) MultiPractice() bool        { return true }
+
+func TestActing_FollowsTheContractsRules(t *testing.T) {
+	const a, b, c = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002", "cccccccc-0000-0000-0000-000000000003"
+	p := practices{"staff-a": {a}, "staff-ab": {a, b}, "owner-c": {c}}
+	for _, tc := range []struct {
+		name      string
+		subject   string
+		requested string
+		patient   bool
+		multi     bool
+		want      string
+		err       error
+	}{
+		{"multi: only membership", "staff-a", "", false, true, a, nil},
+		{"multi: named membership", "staff-ab", b, false, true, b, nil},
+		{"multi: named in upper case", "staff-ab", "BBBBBBBB-0000-0000-0000-000000000002", false, true, b, nil},
+		{"multi: two memberships, none named", "staff-ab", "", false, true, "", ErrBusinessRequired},
+		{"multi: no membership, none named", "stranger", "", false, true, "", ErrBusinessRequired},
+		{"multi: staff naming another business", "staff-a", b, false, true, "", ErrBusinessNotFound},
+		{"multi: staff naming no business", "staff-a", "dddddddd-0000-0000-0000-000000000004", false, true, "", ErrBusinessNotFound},
+		{"multi: patient naming any business", "patient", c, true, true, c, nil},
+		{"multi: patient naming none that exists", "patient", "dddddddd-0000-0000-0000-000000000004", true, true, "", ErrBusinessNotFound},
+		{"multi: patient naming nothing", "patient", "", true, true, "", ErrBusinessRequired},
+		{"single: no membership acts for none", "stranger", "", false, false, "", nil},
+		{"single: two memberships act for none", "staff-ab", "", false, false, "", nil},
+		{"single: only membership, none named, acts for none", "staff-a", "", false, false, "", nil},
+		{"single: staff naming another business", "staff-a", b, false, false, "", ErrBusinessNotFound},
+		{"single: patient naming a business", "patient", a, true, false, a, nil},
+		{"single: patient naming none that exists", "patient", "dddddddd-0000-0000-0000-000000000004", true, false, "", ErrBusinessNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := acting(context.Background(), p, tc.subject, lower(tc.requested), tc.patient, tc.multi)
+			if got != tc.want || !errors.Is(err, tc.err) {
+				t.Fatalf("acting = %q, %v; want %q, %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
+
+func lower(s string) string { return strings.ToLower(s) }
+
+func TestActing_PatientContextDependsOnTheEndpoint(t *testing.T) {
+	patient := core.Actor{Subject: "p", Scopes: core.ParseScopes("patient/Appointment.cus")}
+	staff := core.Actor{Subject: "s", Scopes: core.ParseScopes("user/Patient.rs user/Appointment.cruds")}
+	both := core.Actor{Subject: "b", Scopes: core.ParseScopes("user/Appointment.s patient/Appointment.c")}
+	for _, tc := range []struct {
+		actor core.Actor
+		use   Use
+		want  bool
+	}{
+		{patient, UseBook, true}, {patient, UseAppointments, true}, {patient, UseChange, true}, {patient, UseAgents, true},
+		{patient, UseSearch, false},
+		{staff, UseBook, false}, {staff, UseAgents, false}, {staff, UseSearch, false},
+		{both, UseAppointments, false}, {both, UseBook, true},
+		{core.Actor{Subject: "x", Scopes: core.ParseScopes("system/Patient.rs")}, UseAgents, false},
+	} {
+		if got := patientContext(tc.actor, tc.use); got != tc.want {
+			t.Errorf("%s on use %d: patient context %v, want %v", tc.actor.Scopes, tc.use, got, tc.want)
+		}
+	}
+}
+
+func TestSearch_AsksOnlyTheActingBusinesssSystemsWithItsOwnCacheEntry(t *testing.T) {
+	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+	ehrA, ehrB := ehrWith([]Patient{pat("1", "Smith", "A", "2000-01-01")}, nil), ehrWith([]Patient{pat("2", "Smith", "B", "2001-01-01")}, nil)
+	systems := multi{a: sys("a", ehrA), b: sys("b", ehrB)}
+	tenancy := NewTenancy(systems, practices{"u": {a, b}})
+	s := NewService(systems, memCache(), Config{CacheTTL: 60e9})
+
+	if _, err := s.Search(caller("u"), SearchRequest{Query: "smith"}); !errors.Is(err, ErrBusinessRequired) {
+		t.Fatalf("search with no acting business: %v, want business_required", err)
+	}
+	if _, _, err := tenancy.Act(caller("u"), "", UseSearch); !errors.Is(err, ErrBusinessRequired) {
+		t.Fatalf("member of two naming none: %v", err)
+	}
+	for _, tc := range []struct{ business, source string }{{a, "a"}, {b, "b"}, {a, "a"}} {
+		ctx, id, err := tenancy.Act(caller("u"), tc.business, UseSearch)
+		if err != nil || id != tc.business {
+			t.Fatalf("act for %s: %q %v", tc.business, id, err)
+		}
+		r, err := s.Search(ctx, SearchRequest{Query: "smith"})
+		if err != nil || fmt.Sprint(r.Sources) != "["+tc.source+"]" || r.TotalCount != 1 {
+			t.Fatalf("search for %s: %+v %v", tc.business, r, err)
+		}
+	}
+	if len(ehrA.SearchPatientsCalls()) != 1 || len(ehrB.SearchPatientsCalls()) != 1 {
+		t.Fatalf("EHR calls a=%d b=%d; want one each (b not answered from a's cache entry, a's second from its own)",
+			len(ehrA.SearchPatientsCalls()), len(ehrB.SearchPatientsCalls()))
+	}
+}
+
+func TestIntegration_APatientsBookingsArePerActingBusiness(t *testing.T) {
+	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+	s := integration(newCalendar(chicago))
+	tenancy := NewTenancy(s.systems, practices{"owner": {a, b}})
+	at := func(business string) context.Context {
+		ctx, _, err := tenancy.Act(patientCaller("p"), business, UseBook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ctx
+	}
+	booked, err := s.Book(at(a), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Appointments(at(b), AppointmentFilter{}); err != nil || p.TotalCount != 0 {
+		t.Fatalf("listing at b: %+v %v; want none of a's", p, err)
+	}
+	if _, err := s.Cancel(at(b), booked.Appointment.ID, ""); !errors.Is(err, ErrAppointmentNotFound) {
+		t.Fatalf("cancel at b of a's booking: %v, want not found", err)
+	}
+	if p, err := s.Appointments(at(a), AppointmentFilter{}); err != nil || p.TotalCount != 1 {
+		t.Fatalf("listing at a: %+v %v; want its booking", p, err)
+	}
+}
+
+// perBusiness is Systems of a multi-practice deployment: an integration
+// EHR per business.
+type perBusiness map[string]Scheduler
+
+func (p perBusiness) Search(string) []System       { return nil }
+func (p perBusiness) Scheduler(b string) Scheduler { return p[b] }
+func (p perBusiness) MultiPractice() bool          { return true }
+
+func TestReconcile_SettlesAHoldInTheEHROfItsBusiness(t *testing.T) {
+	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+	ca, cb := newCalendar(chicago), newCalendar(chicago)
+	create := ca.CreateAppointmentFunc
+	ca.CreateAppointmentFunc = func(ctx context.Context, x Appointment) (Appointment, error) {
+		if _, err := create(ctx, x); err != nil { // it lands, the answer is lost
+			return Appointment{}, err
+		}
+		return Appointment{}, &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "no answer"}
+	}
+	ca.FindAppointmentFunc = func(_ context.Context, ref Appointment) (Appointment, bool, error) {
+		for _, x := range ca.appts {
+			if x.Ref == ref.Ref {
+				return x, true, nil
+			}
+		}
+		return Appointment{}, false, nil
+	}
+	s := integration(ca)
+	s.systems = perBusiness{a: ca, b: cb}
+	ctx, _, err := NewTenancy(s.systems, practices{"u": {a}}).Act(caller("u"), "", UseBook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Book(ctx, request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); err == nil {
+		t.Fatal("want a time-out")
+	}
+	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrBusinessRequired) {
+		t.Fatalf("a call with no acting business in a multi-practice deployment: %v", err)
+	}
+	s.holds.(*memHolds).now = func() time.Time { return nowTest.Add(time.Hour) }
+	if r, err := s.Reconcile(context.Background(), 10); err != nil || r != (Reconciled{Recorded: 1}) {
+		t.Fatalf("reconcile: %+v %v", r, err)
+	}
+	if len(cb.FindAppointmentCalls()) != 0 {
+		t.Fatal("the reconciler asked another business's EHR")
+	}
+	if ids, _ := s.bookings.BookedBy(context.Background(), "u", a); len(ids) != 1 {
+		t.Fatalf("the booking is recorded for its business: %v", ids)
+	}
+}
