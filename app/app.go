@@ -194,7 +194,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Business:    NewBusiness(a.db, blobs),
 		Search:      countCacheHits(search, newSearchCacheMetrics(registry)),
 		Integration: integration,
-		Tenancy:     ehr.NewTenancy(a.ehrs, a.db.Members()),
+		Tenancy:     ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
 		Registry:    registry,
 		Audit:       auditor,
 		Ready: func(ctx context.Context) error {
