@@ -1,0 +1,193 @@
+package fhir
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+// FreePeriods returns the agent's free time in [from, to): the free Slots
+// of the practitioner's active Schedules (Schedule?actor=Practitioner/id),
+// merged where they touch or overlap, less every Appointment of the
+// practitioner (Appointment?actor=…) that holds its time — all but
+// cancelled, entered-in-error and noshow ones, and those the practitioner
+// declined — clipped to [from, to). Slots and appointments that began up
+// to MaxSlotLength before from count. A practitioner without a schedule
+// is never free; one that does not exist is ErrAgentNotFound.
+func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to time.Time) ([]ehr.Period, error) {
+	if !validID(agentID) {
+		return nil, ehr.ErrAgentNotFound
+	}
+	actor := "Practitioner/" + agentID
+	var schedules []string
+	if _, err := s.searchAll(ctx, "Schedule", url.Values{"actor": {actor}, "_count": {strconv.Itoa(MaxPageSize)}}, func(e entry) error {
+		if e.typ != "Schedule" || e.mode == "include" {
+			return nil
+		}
+		var sc schedule
+		if err := json.Unmarshal(e.raw, &sc); err != nil {
+			return s.bad(fmt.Sprintf("entry %d is not a valid Schedule", e.index), err)
+		}
+		if (sc.Active == nil || *sc.Active) && validID(sc.ID) && hasReference(sc.Actor, "Practitioner", agentID) &&
+			!slices.Contains(schedules, sc.ID) {
+			schedules = append(schedules, sc.ID)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(schedules) == 0 {
+		if err := s.practitionerExists(ctx, agentID); err != nil {
+			return nil, err
+		}
+		return []ehr.Period{}, nil
+	}
+	if !to.After(from) {
+		return []ehr.Period{}, nil
+	}
+	lookback := from.Add(-MaxSlotLength)
+
+	var free []ehr.Period
+	for chunk := range slices.Chunk(schedules, refChunk) {
+		refs := make([]string, len(chunk))
+		for i, id := range chunk {
+			refs[i] = "Schedule/" + id
+		}
+		q := url.Values{
+			"schedule": {strings.Join(refs, ",")},
+			"start":    {"ge" + searchTime(lookback, false), "lt" + searchTime(to, true)},
+			"status":   {"free"},
+			"_count":   {strconv.Itoa(MaxPageSize)},
+		}
+		if _, err := s.searchAll(ctx, "Slot", q, func(e entry) error {
+			if e.typ != "Slot" || e.mode == "include" {
+				return nil
+			}
+			var sl slot
+			if err := json.Unmarshal(e.raw, &sl); err != nil {
+				return s.bad(fmt.Sprintf("entry %d is not a valid Slot", e.index), err)
+			}
+			typ, sid, ok := splitReference(sl.Schedule.Reference)
+			if sl.Status != "free" || !ok || typ != "Schedule" || !slices.Contains(chunk, sid) {
+				return nil
+			}
+			if p, ok := period(sl.Start, sl.End); ok && p.End.After(from) && p.Start.Before(to) {
+				free = append(free, p)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	free = ehr.MergePeriods(free)
+	if len(free) == 0 {
+		return []ehr.Period{}, nil
+	}
+
+	var busy []ehr.Period
+	q := url.Values{
+		"actor":  {actor},
+		"date":   {"ge" + searchTime(lookback, false), "lt" + searchTime(to, true)},
+		"_count": {strconv.Itoa(MaxPageSize)},
+	}
+	if _, err := s.searchAll(ctx, "Appointment", q, func(e entry) error {
+		if e.typ != "Appointment" || e.mode == "include" {
+			return nil
+		}
+		var ap appointment
+		if err := json.Unmarshal(e.raw, &ap); err != nil {
+			return s.bad(fmt.Sprintf("entry %d is not a valid Appointment", e.index), err)
+		}
+		if !holdsTime(ap.Status) || !holdsAgent(ap, agentID) {
+			return nil
+		}
+		if p, ok := period(ap.Start, ap.End); ok && p.End.After(from) && p.Start.Before(to) {
+			busy = append(busy, p)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return clipPeriods(subtractPeriods(free, ehr.MergePeriods(busy)), from, to), nil
+}
+
+// holdsAgent reports whether the practitioner agentID takes part in ap
+// (and did not decline).
+func holdsAgent(ap appointment, agentID string) bool {
+	for _, p := range ap.Participant {
+		if p.Actor == nil || p.Status == "declined" {
+			continue
+		}
+		if typ, id, ok := splitReference(p.Actor.Reference); ok && typ == "Practitioner" && id == agentID {
+			return true
+		}
+	}
+	return false
+}
+
+func hasReference(refs []reference, typ, id string) bool {
+	for _, r := range refs {
+		if t, i, ok := splitReference(r.Reference); ok && t == typ && i == id {
+			return true
+		}
+	}
+	return false
+}
+
+// period reads a start and an end instant; ok when both parse and end is
+// after start.
+func period(start, end string) (ehr.Period, bool) {
+	p := ehr.Period{Start: instant(start), End: instant(end)}
+	return p, !p.Start.IsZero() && !p.End.IsZero() && p.End.After(p.Start)
+}
+
+// subtractPeriods removes busy from free; both are sorted and merged.
+func subtractPeriods(free, busy []ehr.Period) []ehr.Period {
+	var out []ehr.Period
+	for _, f := range free {
+		cur := f
+		for _, b := range busy {
+			if !b.End.After(cur.Start) {
+				continue
+			}
+			if !b.Start.Before(cur.End) {
+				break
+			}
+			if b.Start.After(cur.Start) {
+				out = append(out, ehr.Period{Start: cur.Start, End: b.Start})
+			}
+			cur.Start = b.End
+			if !cur.End.After(cur.Start) {
+				break
+			}
+		}
+		if cur.End.After(cur.Start) {
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+// clipPeriods cuts sorted periods to [from, to); the result is never nil.
+func clipPeriods(ps []ehr.Period, from, to time.Time) []ehr.Period {
+	out := []ehr.Period{}
+	for _, p := range ps {
+		if p.Start.Before(from) {
+			p.Start = from
+		}
+		if p.End.After(to) {
+			p.End = to
+		}
+		if p.End.After(p.Start) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,32 @@
+package fhir
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"time"
+)
+
+// errNotPaged tells agents that the server did not answer a page search
+// as asked (searchPage's ok false).
+var errNotPaged = errors.New("the server does not page this search")
+
+// searchFunc runs one search of typ?q (searchAll or a searchPage).
+type searchFunc func(typ string, q url.Values, visit func(entry) error) (int, error)
+
+func (s *Scheduler) searchAllFunc(ctx context.Context) searchFunc {
+	return func(typ string, q url.Values, visit func(entry) error) (int, error) {
+		return s.searchAll(ctx, typ, q, visit)
+	}
+}
+
+// searchTime writes t as a FHIR search dateTime in UTC to the second,
+// rounded down (or up, for an exclusive upper bound): the adapter clips
+// exactly.
+func searchTime(t time.Time, up bool) string {
+	r := t.UTC().Truncate(time.Second)
+	if up && r.Before(t) {
+		r = r.Add(time.Second)
+	}
+	return r.Format("2006-01-02T15:04:05Z")
+}
