@@ -2,8 +2,6 @@ package fhir
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -25,22 +23,8 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 	if !validID(agentID) {
 		return nil, ehr.ErrAgentNotFound
 	}
-	actor := "Practitioner/" + agentID
-	var schedules []string
-	if _, err := s.searchAll(ctx, "Schedule", url.Values{"actor": {actor}, "_count": {strconv.Itoa(MaxPageSize)}}, func(e entry) error {
-		if e.typ != "Schedule" || e.mode == "include" {
-			return nil
-		}
-		var sc schedule
-		if err := json.Unmarshal(e.raw, &sc); err != nil {
-			return s.bad(fmt.Sprintf("entry %d is not a valid Schedule", e.index), err)
-		}
-		if (sc.Active == nil || *sc.Active) && validID(sc.ID) && hasReference(sc.Actor, "Practitioner", agentID) &&
-			!slices.Contains(schedules, sc.ID) {
-			schedules = append(schedules, sc.ID)
-		}
-		return nil
-	}); err != nil {
+	schedules, err := s.activeSchedules(ctx, agentID)
+	if err != nil {
 		return nil, err
 	}
 	if len(schedules) == 0 {
@@ -52,8 +36,45 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 	if !to.After(from) {
 		return []ehr.Period{}, nil
 	}
-	lookback := from.Add(-MaxSlotLength)
+	free, err := s.freeSlots(ctx, schedules, from, to)
+	if err != nil {
+		return nil, err
+	}
+	if len(free) == 0 {
+		return []ehr.Period{}, nil
+	}
+	busy, err := s.busyPeriods(ctx, agentID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return clipPeriods(subtractPeriods(free, busy), from, to), nil
+}
 
+// activeSchedules returns the ids of the active Schedules whose actor is
+// Practitioner/agentID, each once, in the server's order.
+func (s *Scheduler) activeSchedules(ctx context.Context, agentID string) ([]string, error) {
+	var schedules []string
+	q := url.Values{"actor": {"Practitioner/" + agentID}, "_count": {strconv.Itoa(MaxPageSize)}}
+	_, err := s.searchAll(ctx, "Schedule", q, func(e entry) error {
+		if e.typ != "Schedule" || !e.matched() {
+			return nil
+		}
+		sc, err := decodeEntry[schedule](s, e)
+		if err != nil {
+			return err
+		}
+		if (sc.Active == nil || *sc.Active) && validID(sc.ID) && hasReference(sc.Actor, "Practitioner", agentID) &&
+			!slices.Contains(schedules, sc.ID) {
+			schedules = append(schedules, sc.ID)
+		}
+		return nil
+	})
+	return schedules, err
+}
+
+// freeSlots returns the free Slots of schedules that overlap [from, to)
+// (searched from MaxSlotLength before from), merged.
+func (s *Scheduler) freeSlots(ctx context.Context, schedules []string, from, to time.Time) ([]ehr.Period, error) {
 	var free []ehr.Period
 	for chunk := range slices.Chunk(schedules, refChunk) {
 		refs := make([]string, len(chunk))
@@ -62,17 +83,17 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 		}
 		q := url.Values{
 			"schedule": {strings.Join(refs, ",")},
-			"start":    {"ge" + searchTime(lookback, false), "lt" + searchTime(to, true)},
+			"start":    {"ge" + searchTime(from.Add(-MaxSlotLength), false), "lt" + searchTime(to, true)},
 			"status":   {"free"},
 			"_count":   {strconv.Itoa(MaxPageSize)},
 		}
 		if _, err := s.searchAll(ctx, "Slot", q, func(e entry) error {
-			if e.typ != "Slot" || e.mode == "include" {
+			if e.typ != "Slot" || !e.matched() {
 				return nil
 			}
-			var sl slot
-			if err := json.Unmarshal(e.raw, &sl); err != nil {
-				return s.bad(fmt.Sprintf("entry %d is not a valid Slot", e.index), err)
+			sl, err := decodeEntry[slot](s, e)
+			if err != nil {
+				return err
 			}
 			typ, sid, ok := splitReference(sl.Schedule.Reference)
 			if sl.Status != "free" || !ok || typ != "Schedule" || !slices.Contains(chunk, sid) {
@@ -86,24 +107,26 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 			return nil, err
 		}
 	}
-	free = ehr.MergePeriods(free)
-	if len(free) == 0 {
-		return []ehr.Period{}, nil
-	}
+	return ehr.MergePeriods(free), nil
+}
 
+// busyPeriods returns the time that the Appointments of the practitioner
+// agentID hold in [from, to) (searched from MaxSlotLength before from),
+// merged.
+func (s *Scheduler) busyPeriods(ctx context.Context, agentID string, from, to time.Time) ([]ehr.Period, error) {
 	var busy []ehr.Period
 	q := url.Values{
-		"actor":  {actor},
-		"date":   {"ge" + searchTime(lookback, false), "lt" + searchTime(to, true)},
+		"actor":  {"Practitioner/" + agentID},
+		"date":   {"ge" + searchTime(from.Add(-MaxSlotLength), false), "lt" + searchTime(to, true)},
 		"_count": {strconv.Itoa(MaxPageSize)},
 	}
 	if _, err := s.searchAll(ctx, "Appointment", q, func(e entry) error {
-		if e.typ != "Appointment" || e.mode == "include" {
+		if e.typ != "Appointment" || !e.matched() {
 			return nil
 		}
-		var ap appointment
-		if err := json.Unmarshal(e.raw, &ap); err != nil {
-			return s.bad(fmt.Sprintf("entry %d is not a valid Appointment", e.index), err)
+		ap, err := decodeEntry[appointment](s, e)
+		if err != nil {
+			return err
 		}
 		if !holdsTime(ap.Status) || !holdsAgent(ap, agentID) {
 			return nil
@@ -115,7 +138,7 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 	}); err != nil {
 		return nil, err
 	}
-	return clipPeriods(subtractPeriods(free, ehr.MergePeriods(busy)), from, to), nil
+	return ehr.MergePeriods(busy), nil
 }
 
 // holdsAgent reports whether the practitioner agentID takes part in ap

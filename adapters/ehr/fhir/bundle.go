@@ -2,7 +2,9 @@ package fhir
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"time"
 )
@@ -29,4 +31,14 @@ func searchTime(t time.Time, up bool) string {
 		r = r.Add(time.Second)
 	}
 	return r.Format("2006-01-02T15:04:05Z")
+}
+
+// decodeEntry decodes the resource of e (of type e.typ, which the caller
+// checked) as a T; a malformed one is an invalid answer of the server.
+func decodeEntry[T any](s *Scheduler, e entry) (T, error) {
+	var v T
+	if err := json.Unmarshal(e.raw, &v); err != nil {
+		return v, s.bad(fmt.Sprintf("entry %d is not a valid %s", e.index, e.typ), err)
+	}
+	return v, nil
 }
