@@ -31,29 +31,9 @@ import (
 // filtered and paged here. A listing is exact or an error.
 func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 	page, limit := pageBounds(f.Page, f.Limit)
-	q := url.Values{}
-	if f.AgentID != "" {
-		if !validID(f.AgentID) {
-			return paginate[ehr.Appointment](nil, page, limit), nil
-		}
-		q.Set("actor", "Practitioner/"+f.AgentID)
-	}
-	if f.Status != "" {
-		codes := fhirStatusCodes(f.Status)
-		if len(codes) == 0 {
-			return paginate[ehr.Appointment](nil, page, limit), nil
-		}
-		// Pending is also what an unknown code reads as: those are only
-		// found by filtering here.
-		if f.Status != ehr.StatusPending {
-			q.Set("status", strings.Join(codes, ","))
-		}
-	}
-	if !f.From.IsZero() {
-		q.Add("date", "ge"+searchTime(f.From, false))
-	}
-	if !f.To.IsZero() {
-		q.Add("date", "lt"+searchTime(f.To, true))
+	q, ok := appointmentQuery(f)
+	if !ok {
+		return paginate[ehr.Appointment](nil, page, limit), nil
 	}
 	email := strings.TrimSpace(f.PatientEmail)
 	var (
@@ -61,29 +41,22 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 		dropped bool
 	)
 	visit := func(e entry) error {
-		if e.typ != "Appointment" || e.mode == "include" {
+		if e.typ != "Appointment" || !e.matched() {
 			return nil
 		}
-		var ap appointment
-		if err := json.Unmarshal(e.raw, &ap); err != nil {
-			return s.bad(fmt.Sprintf("entry %d is not a valid Appointment", e.index), err)
+		ap, err := decodeEntry[appointment](s, e)
+		if err != nil {
+			return err
 		}
 		a := toAppointment(ap, s.c.http.Name(), s.log)
-		switch {
-		case !validID(ap.ID):
-		case f.AgentID != "" && !holdsAgent(ap, f.AgentID):
-		case f.Status != "" && a.Status != f.Status:
-		case !f.From.IsZero() && (a.Start.IsZero() || a.Start.Before(f.From)):
-		case !f.To.IsZero() && (a.Start.IsZero() || !a.Start.Before(f.To)):
-		case email != "" && !strings.EqualFold(a.Patient.Email, email):
-		default:
-			if f.AgentID != "" {
-				a.AgentID = f.AgentID // the one asked for, should there be two
-			}
-			items = append(items, a)
+		if !appointmentMatches(f, email, ap, a) {
+			dropped = true
 			return nil
 		}
-		dropped = true
+		if f.AgentID != "" {
+			a.AgentID = f.AgentID // the one asked for, should there be two
+		}
+		items = append(items, a)
 		return nil
 	}
 	if email == "" && f.Status != ehr.StatusPending {
@@ -101,6 +74,53 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 		return ehr.Page[ehr.Appointment]{}, err
 	}
 	return paginate(items, page, limit), nil
+}
+
+// appointmentQuery is the Appointment search of f's server-side filters;
+// ok is false when no appointment can match f (an agent id that is no
+// FHIR id, a status no FHIR code maps to).
+func appointmentQuery(f ehr.AppointmentFilter) (q url.Values, ok bool) {
+	q = url.Values{}
+	if f.AgentID != "" {
+		if !validID(f.AgentID) {
+			return nil, false
+		}
+		q.Set("actor", "Practitioner/"+f.AgentID)
+	}
+	if f.Status != "" {
+		codes := fhirStatusCodes(f.Status)
+		if len(codes) == 0 {
+			return nil, false
+		}
+		// Pending is also what an unknown code reads as: those are only
+		// found by filtering here.
+		if f.Status != ehr.StatusPending {
+			q.Set("status", strings.Join(codes, ","))
+		}
+	}
+	if !f.From.IsZero() {
+		q.Add("date", "ge"+searchTime(f.From, false))
+	}
+	if !f.To.IsZero() {
+		q.Add("date", "lt"+searchTime(f.To, true))
+	}
+	return q, true
+}
+
+// appointmentMatches reports whether ap, read as a, passes the filters of
+// f (email is f.PatientEmail trimmed).
+func appointmentMatches(f ehr.AppointmentFilter, email string, ap appointment, a ehr.Appointment) bool {
+	switch {
+	case !validID(ap.ID):
+	case f.AgentID != "" && !holdsAgent(ap, f.AgentID):
+	case f.Status != "" && a.Status != f.Status:
+	case !f.From.IsZero() && (a.Start.IsZero() || a.Start.Before(f.From)):
+	case !f.To.IsZero() && (a.Start.IsZero() || !a.Start.Before(f.To)):
+	case email != "" && !strings.EqualFold(a.Patient.Email, email):
+	default:
+		return true
+	}
+	return false
 }
 
 // GetAppointment reads Appointment/id.
@@ -195,9 +215,9 @@ func (s *Scheduler) FindAppointment(ctx context.Context, ref ehr.Appointment) (e
 		if e.typ != "Appointment" || !e.matched() {
 			return nil
 		}
-		var ap appointment
-		if err := json.Unmarshal(e.raw, &ap); err != nil {
-			return s.bad(fmt.Sprintf("entry %d is not a valid Appointment", e.index), err)
+		ap, err := decodeEntry[appointment](s, e)
+		if err != nil {
+			return err
 		}
 		// A server that ignores the identifier parameter answers with
 		// others: only the one that carries it counts.
