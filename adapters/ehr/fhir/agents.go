@@ -2,9 +2,7 @@ package fhir
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -119,55 +117,15 @@ func (s *Scheduler) GetAgent(ctx context.Context, id string) (ehr.Agent, error) 
 // matches is how many Practitioners the server matched, in the records or
 // not. ok is false when search answered errNotPaged.
 func (s *Scheduler) agents(ctx context.Context, q url.Values, searchPr searchFunc) (recs []agentRecord, matches int, ok bool, err error) {
-	var (
-		prs      []practitioner
-		seen     map[string]bool
-		roles    map[string][]practitionerRole
-		seenRole map[string]bool
-		gotRoles bool
-	)
-	addRole := func(r practitionerRole) {
-		if seenRole[r.ID] && r.ID != "" {
-			return
-		}
-		seenRole[r.ID] = true
-		if typ, pid, ok := splitReference(r.Practitioner.Reference); ok && typ == "Practitioner" {
-			roles[pid] = append(roles[pid], r)
-		}
-	}
-	visit := func(e entry) error {
-		switch e.typ {
-		case "Practitioner":
-			if e.mode == "include" {
-				return nil
-			}
-			var p practitioner
-			if err := json.Unmarshal(e.raw, &p); err != nil {
-				return s.bad(fmt.Sprintf("entry %d is not a valid Practitioner", e.index), err)
-			}
-			matches++
-			if p.ID = strings.TrimSpace(p.ID); p.ID != "" && !seen[p.ID] {
-				seen[p.ID] = true
-				prs = append(prs, p)
-			}
-		case "PractitionerRole":
-			var r practitionerRole
-			if err := json.Unmarshal(e.raw, &r); err != nil {
-				return s.bad(fmt.Sprintf("entry %d is not a valid PractitionerRole", e.index), err)
-			}
-			gotRoles = true
-			addRole(r)
-		}
-		return nil
-	}
+	var found *agentSearch
 	search := func() (int, error) {
-		prs, seen, roles, seenRole, gotRoles, matches = nil, map[string]bool{}, map[string][]practitionerRole{}, map[string]bool{}, false, 0
+		found = &agentSearch{seen: map[string]bool{}, roles: map[string][]practitionerRole{}, seenRole: map[string]bool{}}
 		if s.noRevinclude.Load() {
 			q.Del("_revinclude")
 		} else {
 			q.Set("_revinclude", "PractitionerRole:practitioner")
 		}
-		return searchPr("Practitioner", q, visit)
+		return searchPr("Practitioner", q, func(e entry) error { return found.visit(s, e) })
 	}
 	status, err := search()
 	if err != nil && status == http.StatusBadRequest && q.Has("_revinclude") {
@@ -182,34 +140,91 @@ func (s *Scheduler) agents(ctx context.Context, q url.Values, searchPr searchFun
 	if err != nil {
 		return nil, 0, false, err
 	}
-	prs = slices.DeleteFunc(prs, func(p practitioner) bool { return (p.Active != nil && !*p.Active) || !validID(p.ID) })
-	if !gotRoles && len(prs) > 0 {
-		for chunk := range slices.Chunk(prs, refChunk) {
-			refs := make([]string, len(chunk))
-			for i, p := range chunk {
-				refs[i] = "Practitioner/" + p.ID
-			}
-			rq := url.Values{"practitioner": {strings.Join(refs, ",")}, "_count": {strconv.Itoa(MaxPageSize)}}
-			if _, err := s.searchAll(ctx, "PractitionerRole", rq, func(e entry) error {
-				if e.typ != "PractitionerRole" {
-					return nil
-				}
-				var r practitionerRole
-				if err := json.Unmarshal(e.raw, &r); err != nil {
-					return s.bad(fmt.Sprintf("entry %d is not a valid PractitionerRole", e.index), err)
-				}
-				addRole(r)
-				return nil
-			}); err != nil {
-				return nil, 0, false, err
-			}
+	prs := slices.DeleteFunc(found.prs, func(p practitioner) bool { return (p.Active != nil && !*p.Active) || !validID(p.ID) })
+	if !found.gotRoles && len(prs) > 0 {
+		if err := s.searchRoles(ctx, prs, found); err != nil {
+			return nil, 0, false, err
 		}
 	}
 	recs = make([]agentRecord, 0, len(prs))
 	for _, p := range prs {
-		recs = append(recs, toAgent(p, roles[p.ID], s.log))
+		recs = append(recs, toAgent(p, found.roles[p.ID], s.log))
 	}
-	return recs, matches, true, nil
+	return recs, found.matches, true, nil
+}
+
+// agentSearch gathers the Practitioners of one search, each once, and the
+// PractitionerRoles by the id of their practitioner.
+type agentSearch struct {
+	prs      []practitioner
+	seen     map[string]bool
+	roles    map[string][]practitionerRole
+	seenRole map[string]bool
+	gotRoles bool // a role came with the Practitioners
+	matches  int  // Practitioners the server matched
+}
+
+// visit takes one entry of a Practitioner search.
+func (a *agentSearch) visit(s *Scheduler, e entry) error {
+	switch e.typ {
+	case "Practitioner":
+		if !e.matched() {
+			return nil
+		}
+		p, err := decodeEntry[practitioner](s, e)
+		if err != nil {
+			return err
+		}
+		a.matches++
+		if p.ID = strings.TrimSpace(p.ID); p.ID != "" && !a.seen[p.ID] {
+			a.seen[p.ID] = true
+			a.prs = append(a.prs, p)
+		}
+	case "PractitionerRole":
+		r, err := decodeEntry[practitionerRole](s, e)
+		if err != nil {
+			return err
+		}
+		a.gotRoles = true
+		a.addRole(r)
+	}
+	return nil
+}
+
+func (a *agentSearch) addRole(r practitionerRole) {
+	if a.seenRole[r.ID] && r.ID != "" {
+		return
+	}
+	a.seenRole[r.ID] = true
+	if typ, pid, ok := splitReference(r.Practitioner.Reference); ok && typ == "Practitioner" {
+		a.roles[pid] = append(a.roles[pid], r)
+	}
+}
+
+// searchRoles adds the PractitionerRoles of prs to found, from
+// PractitionerRole searches by practitioner.
+func (s *Scheduler) searchRoles(ctx context.Context, prs []practitioner, found *agentSearch) error {
+	for chunk := range slices.Chunk(prs, refChunk) {
+		refs := make([]string, len(chunk))
+		for i, p := range chunk {
+			refs[i] = "Practitioner/" + p.ID
+		}
+		rq := url.Values{"practitioner": {strings.Join(refs, ",")}, "_count": {strconv.Itoa(MaxPageSize)}}
+		if _, err := s.searchAll(ctx, "PractitionerRole", rq, func(e entry) error {
+			if e.typ != "PractitionerRole" {
+				return nil
+			}
+			r, err := decodeEntry[practitionerRole](s, e)
+			if err != nil {
+				return err
+			}
+			found.addRole(r)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // practitionerExists reads Practitioner/id: nil when it is there,
