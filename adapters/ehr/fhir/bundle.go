@@ -9,6 +9,37 @@ import (
 	"time"
 )
 
+// entry is one resource of a search answer; index is its place in the
+// page, for messages.
+type entry struct {
+	typ, id, mode string
+	raw           json.RawMessage
+	index         int
+}
+
+// matched reports whether e is a match of the search (not an include).
+func (e entry) matched() bool { return e.mode != "include" }
+
+// entries returns the resource entries of b, OperationOutcome entries
+// (and those of search mode outcome) left out.
+func (s *Scheduler) entries(b bundle) ([]entry, error) {
+	entries := make([]entry, 0, len(b.Entry))
+	for i, e := range b.Entry {
+		if e.Search.Mode == "outcome" || len(e.Resource) == 0 || string(e.Resource) == "null" {
+			continue
+		}
+		var hdr resourceHeader
+		if err := json.Unmarshal(e.Resource, &hdr); err != nil {
+			return nil, s.bad(fmt.Sprintf("entry %d is not a FHIR resource", i), err)
+		}
+		if hdr.ResourceType == "OperationOutcome" {
+			continue
+		}
+		entries = append(entries, entry{typ: hdr.ResourceType, id: hdr.ID, mode: e.Search.Mode, raw: e.Resource, index: i})
+	}
+	return entries, nil
+}
+
 // errNotPaged tells agents that the server did not answer a page search
 // as asked (searchPage's ok false).
 var errNotPaged = errors.New("the server does not page this search")

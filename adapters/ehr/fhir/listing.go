@@ -2,7 +2,6 @@ package fhir
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -40,17 +39,6 @@ const (
 	CodeTotalMismatch = "ehr_total_mismatch"
 )
 
-// entry is one resource of a search answer; index is its place in the
-// page, for messages.
-type entry struct {
-	typ, id, mode string
-	raw           json.RawMessage
-	index         int
-}
-
-// matched reports whether e is a match of the search (not an include).
-func (e entry) matched() bool { return e.mode != "include" }
-
 func (s *Scheduler) paging(code, what string) *core.Error {
 	return &core.Error{Kind: core.KindBadGateway, Code: code, Message: s.c.http.Name() + " " + what}
 }
@@ -87,19 +75,9 @@ func (s *Scheduler) searchPages(ctx context.Context, typ string, q url.Values,
 		if err != nil {
 			return 0, s.badDecode(err)
 		}
-		entries := make([]entry, 0, len(b.Entry))
-		for i, e := range b.Entry {
-			if e.Search.Mode == "outcome" || len(e.Resource) == 0 || string(e.Resource) == "null" {
-				continue
-			}
-			var hdr resourceHeader
-			if err := json.Unmarshal(e.Resource, &hdr); err != nil {
-				return 0, s.bad(fmt.Sprintf("entry %d is not a FHIR resource", i), err)
-			}
-			if hdr.ResourceType == "OperationOutcome" {
-				continue
-			}
-			entries = append(entries, entry{typ: hdr.ResourceType, id: hdr.ID, mode: e.Search.Mode, raw: e.Resource, index: i})
+		entries, err := s.entries(b)
+		if err != nil {
+			return 0, err
 		}
 		more, err := page(b, entries)
 		if err != nil || !more {
@@ -115,23 +93,32 @@ func (s *Scheduler) searchPages(ctx context.Context, typ string, q url.Values,
 		if len(entries) == 0 {
 			return 0, s.paging(CodePagingLoop, "answered a search page without entries that links to a next page")
 		}
-		base, err := url.Parse(target)
-		if resp.Request != nil && resp.Request.URL != nil {
-			base, err = resp.Request.URL, nil // after redirects
-		}
-		if err != nil {
-			return 0, s.bad("its page URL is not valid", err)
-		}
-		if target, err = resolveNext(base, next); err != nil {
-			return 0, s.bad("its next link is not a valid URL", err)
-		}
-		if u, err := url.Parse(target); err != nil || u.Scheme != first.Scheme || u.Host != first.Host {
-			return 0, s.paging(CodePagingForeignHost, "sent a next link to another host; it is not followed")
+		if target, err = s.nextTarget(resp, target, next, first); err != nil {
+			return 0, err
 		}
 		if seenPage[target] {
 			return 0, s.paging(CodePagingLoop, fmt.Sprintf("sent a next link back to a %s page already read", typ))
 		}
 	}
+}
+
+// nextTarget resolves the next link of the page target (answered by resp,
+// after redirects) and refuses one to another host than first's.
+func (s *Scheduler) nextTarget(resp *http.Response, target, next string, first *url.URL) (string, error) {
+	base, err := url.Parse(target)
+	if resp.Request != nil && resp.Request.URL != nil {
+		base, err = resp.Request.URL, nil // after redirects
+	}
+	if err != nil {
+		return "", s.bad("its page URL is not valid", err)
+	}
+	if target, err = resolveNext(base, next); err != nil {
+		return "", s.bad("its next link is not a valid URL", err)
+	}
+	if u, err := url.Parse(target); err != nil || u.Scheme != first.Scheme || u.Host != first.Host {
+		return "", s.paging(CodePagingForeignHost, "sent a next link to another host; it is not followed")
+	}
+	return target, nil
 }
 
 // searchAll reads every page of typ?q, handing each resource entry to
