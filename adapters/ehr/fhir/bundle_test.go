@@ -1,0 +1,56 @@
+package fhir
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// namedDoer is a Doer that only names its EHR; the bundle helpers send
+// nothing.
+type namedDoer struct{}
+
+func (namedDoer) Name() string                  { return "TestEHR" }
+func (namedDoer) URL(string, url.Values) string { return "http://ehr.test/" }
+func (namedDoer) Do(context.Context, *http.Request) (*http.Response, error) {
+	return nil, errors.New("no request expected")
+}
+
+func TestEntries_KeepResourcesAndLeaveOutOutcomesWithTheirPlace(t *testing.T) {
+	s := NewScheduler(namedDoer{})
+	b, err := readBundle([]byte(`{"resourceType":"Bundle","entry":[
+		{"resource":{"resourceType":"OperationOutcome"}},
+		{"resource":{"resourceType":"Slot","id":"s1"},"search":{"mode":"match"}},
+		{"resource":{"resourceType":"Patient","id":"p1"},"search":{"mode":"outcome"}},
+		{},
+		{"resource":{"resourceType":"Schedule","id":"sc1"},"search":{"mode":"include"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.entries(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].typ != "Slot" || got[0].id != "s1" || got[0].index != 1 || !got[0].matched() ||
+		got[1].typ != "Schedule" || got[1].index != 4 || got[1].matched() {
+		t.Errorf("entries = %+v; want Slot s1 (entry 1, matched) and Schedule sc1 (entry 4, included)", got)
+	}
+}
+
+func TestDecodeEntry_MalformedResourceIsABadResponseNamingTheEntry(t *testing.T) {
+	s := NewScheduler(namedDoer{})
+	sl, err := decodeEntry[slot](s, entry{typ: "Slot", raw: []byte(`{"resourceType":"Slot","status":"free","start":"2026-01-01T09:00:00Z"}`), index: 0})
+	if err != nil || sl.Status != "free" || sl.Start != "2026-01-01T09:00:00Z" {
+		t.Fatalf("decodeEntry = %+v, %v; want the free Slot", sl, err)
+	}
+	_, err = decodeEntry[slot](s, entry{typ: "Slot", raw: []byte(`{"resourceType":"Slot","status":7}`), index: 3})
+	var e *core.Error
+	if !errors.As(err, &e) || e.Kind != core.KindBadGateway || e.Code != "ehr_bad_response" ||
+		e.Message != "TestEHR sent an invalid answer: entry 3 is not a valid Slot" {
+		t.Errorf("err = %v; want ehr_bad_response about entry 3 of type Slot", err)
+	}
+}
