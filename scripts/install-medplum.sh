@@ -6,8 +6,8 @@
 #   MEDPLUM_DIR=$(scripts/install-medplum.sh)
 #
 # works from a shell or a Makefile. The directory holds node_modules and a copy
-# of test/fhirtest/server.mjs (run it as `node --experimental-websocket
-# server.mjs` from there; test/fhirtest starts it for the Go tests).
+# of adapters/ehr/fhir/fhirserver/server.mjs (run it as `node --experimental-websocket
+# server.mjs` from there; adapters/ehr/fhir/fhirserver starts it for the Go tests).
 #
 # Idempotent: a complete install of the same versions is reused (a stamp file
 # is written last). MEDPLUM_DIR overrides the install directory. Needs node
@@ -24,7 +24,7 @@ set -euo pipefail
 version=5.2.13
 dir=${MEDPLUM_DIR:-${HOME}/.cache/carebridge/medplum-${version}}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-server_src=$here/../test/fhirtest/server.mjs
+server_src=$here/../adapters/ehr/fhir/fhirserver/server.mjs
 
 log() { echo "install-medplum: $*" >&2; }
 

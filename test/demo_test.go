@@ -10,7 +10,7 @@ import (
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/app"
-	"github.com/carebridge/carebridge/test/demoehr"
+	"github.com/carebridge/carebridge/cmd/carebridge-demo/demoehr"
 	"github.com/carebridge/carebridge/test/fhirtest"
 	"github.com/carebridge/carebridge/test/testenv"
 )
@@ -24,7 +24,7 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 		testenv.Missing(t, "FHIR server: "+fhirtest.EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
 	}
 	key := bytes.Repeat([]byte{5}, 32)
-	d, err := demoehr.Start(t.TempDir(), medplum, key, demoehr.Practices{})
+	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Medplum: medplum, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 // appointment endpoints too.
 func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 	key := bytes.Repeat([]byte{6}, 32)
-	d, err := demoehr.Start(t.TempDir(), "", key, demoehr.Practices{})
+	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestDemo_TwoPracticesEachServedByItsOwnEHR(t *testing.T) {
 	w := newWorld(t)
 	p := demoehr.Practices{FHIR: w.createBusiness("owner-a"), Bot: w.createBusiness("owner-b")}
 	key := bytes.Repeat([]byte{7}, 32)
-	d, err := demoehr.Start(t.TempDir(), medplum, key, p)
+	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Medplum: medplum, Key: key, Practices: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestDemo_TwoPracticesEachServedByItsOwnEHR(t *testing.T) {
 func TestDemo_WithoutTheFHIRServerTheBotServesBothPractices(t *testing.T) {
 	p := demoehr.Practices{FHIR: "6f1c2a3e-0000-4000-8000-00000000000a", Bot: "6f1c2a3e-0000-4000-8000-00000000000b"}
 	key := bytes.Repeat([]byte{8}, 32)
-	d, err := demoehr.Start(t.TempDir(), "", key, p)
+	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Key: key, Practices: p})
 	if err != nil {
 		t.Fatal(err)
 	}

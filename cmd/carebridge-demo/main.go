@@ -1,5 +1,5 @@
 // Command carebridge-demo runs the demo EHR systems of `make run` on
-// loopback (package test/demoehr: a FHIR R4 server and a WebSocket bot
+// loopback (package demoehr: a FHIR R4 server and a WebSocket bot
 // seeded with synthetic people and practitioners) until it is
 // interrupted.
 //
@@ -25,7 +25,7 @@ import (
 	"syscall"
 
 	"github.com/carebridge/carebridge/adapters/keyring"
-	"github.com/carebridge/carebridge/test/demoehr"
+	"github.com/carebridge/carebridge/cmd/carebridge-demo/demoehr"
 )
 
 func main() {
@@ -72,8 +72,11 @@ func run(ctx context.Context, args []string) error {
 	defer os.Remove(pidFile)
 	defer os.Remove(envFile)
 
-	d, err := demoehr.Start(abs, *medplum, key, p)
+	d, err := demoehr.Start(ctx, demoehr.Config{Dir: abs, Medplum: *medplum, Key: key, Practices: p})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting: a normal stop
+		}
 		return err
 	}
 	defer d.Close()

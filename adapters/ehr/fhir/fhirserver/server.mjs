@@ -6,7 +6,7 @@
 //
 // The packages resolve from the script's own directory, so the script must sit
 // beside the node_modules of scripts/install-medplum.sh (which copies it there)
-// or beside a link to it (what fhirtest.Start does). PORT (or env FHIRTEST_PORT) defaults to 0, a free port; the first
+// or beside a link to it (what fhirserver.Start does). PORT (or env FHIRTEST_PORT) defaults to 0, a free port; the first
 // line on stdout is `listening 127.0.0.1:PORT`. The FHIR base is /fhir.
 //
 // Env:

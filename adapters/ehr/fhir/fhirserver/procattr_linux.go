@@ -1,4 +1,4 @@
-package fhirtest
+package fhirserver
 
 import (
 	"os/exec"
@@ -6,7 +6,7 @@ import (
 )
 
 // sysProcAttr puts the server in its own process group, so stopping it
-// stops everything it started, and has the kernel kill it when the test
+// stops everything it started, and has the kernel kill it when its parent
 // process dies.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package fhirtest
+package fhirserver
 
 import (
 	"errors"
@@ -10,8 +10,8 @@ import (
 )
 
 // sysProcAttr is empty where process groups and the parent-death signal are
-// not set up this way; the server still exits when its stdin closes, and the
-// test's cleanup kills it.
+// not set up this way; the server still exits when its stdin closes, and
+// Close kills it.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 // signalGroup kills the process itself.

@@ -1,12 +1,14 @@
 // Package demoehr runs the demo EHR systems of `make run` on loopback: a
-// FHIR R4 server (the in-memory Medplum server the tests use, through
-// test/fhirtest) and a WebSocket bot speaking the contract's protocol
-// (test/wsbottest), both seeded from one synthetic data set (people.go),
-// with the EHR systems file that points Carebridge at them. The command
-// cmd/carebridge-demo runs it; the end-to-end tests use it too.
+// FHIR R4 server (the in-memory Medplum server of
+// adapters/ehr/fhir/fhirserver, which the tests use too) and a WebSocket
+// bot speaking the contract's protocol (adapters/ehr/wsbot/wsbotserver),
+// both seeded from one synthetic data set (people.go), with the EHR systems
+// file that points Carebridge at them. The command cmd/carebridge-demo
+// runs it; the end-to-end tests use it too. It links no test code.
 package demoehr
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -17,8 +19,8 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
-	"github.com/carebridge/carebridge/test/fhirtest"
-	"github.com/carebridge/carebridge/test/wsbottest"
+	"github.com/carebridge/carebridge/adapters/ehr/fhir/fhirserver"
+	"github.com/carebridge/carebridge/adapters/ehr/wsbot/wsbotserver"
 )
 
 // The names of the demo systems in the EHR systems file.
@@ -49,23 +51,39 @@ type Demo struct {
 	// the same MRN), whom a search merges.
 	BothFamily, BothGiven string
 
-	bot  *wsbottest.Server
-	fhir *fhirtest.Server // nil without the FHIR demo
+	bot  *wsbotserver.Server
+	fhir *fhirserver.Server // nil without the FHIR demo
+}
+
+// Config is what Start needs.
+type Config struct {
+	// Dir is where the EHR systems file (and the FHIR server's files) go.
+	Dir string
+	// Medplum is the install directory of scripts/install-medplum.sh; ""
+	// starts the bot alone, which then answers the appointment endpoints
+	// too.
+	Medplum string
+	// Key encrypts the file's secrets (EHR_CREDENTIALS_KEY).
+	Key []byte
+	// Practices binds the systems to the practices (zero: to none).
+	Practices Practices
 }
 
 // Start starts the systems, seeds them and writes the EHR systems file
-// into dir; key encrypts its secrets (EHR_CREDENTIALS_KEY). medplum is the
-// install directory of scripts/install-medplum.sh; "" starts the bot alone,
-// which then answers the appointment endpoints too. p binds the systems
-// to the practices (zero: to none).
-func Start(dir, medplum string, key []byte, p Practices) (*Demo, error) {
+// into cfg.Dir (ctx bounds the start only); Close stops them.
+func Start(ctx context.Context, cfg Config) (*Demo, error) {
+	dir, medplum, key, p := cfg.Dir, cfg.Medplum, cfg.Key, cfg.Practices
 	now := time.Now()
 	d := &Demo{Integration: BotName, BothFamily: person(botFrom).Name.Family, BothGiven: person(botFrom).Name.Given[0]}
 
 	// The bot: Basic auth, people [botFrom, demoPeople) and every
 	// practitioner.
 	password := randomHex(16)
-	d.bot = wsbottest.New(wsbottest.WithAuthorization("Basic " + base64.StdEncoding.EncodeToString([]byte("demo:"+password))))
+	bot, err := wsbotserver.Start(ctx, wsbotserver.WithAuthorization("Basic "+base64.StdEncoding.EncodeToString([]byte("demo:"+password))))
+	if err != nil {
+		return nil, err
+	}
+	d.bot = bot
 	for i := botFrom; i < demoPeople; i++ {
 		d.bot.AddPatient(person(i))
 	}
@@ -94,7 +112,7 @@ func Start(dir, medplum string, key []byte, p Practices) (*Demo, error) {
 	bound := p != Practices{}
 	byBusiness := ""
 	if medplum != "" {
-		system, err := d.startFHIR(medplum, dir, key, now)
+		system, err := d.startFHIR(ctx, medplum, dir, key, now)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("FHIR demo: %w", err)
@@ -147,13 +165,13 @@ func (d *Demo) Summary() string {
 // startFHIR starts the Medplum server with an API key, seeds people [0,
 // fhirPeople) and the practitioners, and returns its entry of the EHR
 // systems file.
-func (d *Demo) startFHIR(medplum, dir string, key []byte, now time.Time) (string, error) {
+func (d *Demo) startFHIR(ctx context.Context, medplum, dir string, key []byte, now time.Time) (string, error) {
 	work := filepath.Join(dir, "fhir")
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return "", err
 	}
 	apiKey := randomHex(16)
-	srv, err := fhirtest.Run(medplum, work, fhirtest.WithAPIKey(apiKey))
+	srv, err := fhirserver.Start(ctx, medplum, work, fhirserver.WithAPIKey(apiKey))
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package fhirtest
+package fhirserver
 
 import (
 	"bytes"
