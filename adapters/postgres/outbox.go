@@ -81,8 +81,9 @@ func emitBlob(ctx context.Context, db dbtx, t event.Type, id int64, container, l
 	return emit(ctx, db, event.Blob(t, id, container, location, b))
 }
 
-// Outbox writes events on their own, for changes made elsewhere (an
-// appointment the EHR confirmed); it implements ehr.Events.
+// Outbox writes an event on its own, outside any change's transaction
+// (the repositories write theirs in their own transactions); tests and
+// tools use it to put events in the outbox directly.
 type Outbox struct {
 	db dbtx
 }

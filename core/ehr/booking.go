@@ -148,9 +148,10 @@ func (s *Integration) access(ctx context.Context, perm byte) (requester, error) 
 // error rather than a silently short list.
 const maxOwnAppointments = 500
 
-// ErrTooManyAppointments is a patient-context listing over
-// maxOwnAppointments.
-var ErrTooManyAppointments = &core.Error{Kind: core.KindUnavailable, Code: "too_many_appointments",
+// ErrTooManyToList is a patient-context listing over maxOwnAppointments.
+// Its code is its own: too_many_appointments is the contract's 409 of a
+// booking past MaxFutureAppointments (ErrAppointmentLimit).
+var ErrTooManyToList = &core.Error{Kind: core.KindUnavailable, Code: "listing_too_large",
 	Message: "Too many appointments were booked with this token to list them; use a staff token"}
 
 // BookingRequest is an appointment as a customer asks for it; times are
@@ -753,7 +754,7 @@ func (s *Integration) ownAppointments(ctx context.Context, sch Scheduler, subjec
 		return Page[Appointment]{}, fmt.Errorf("read bookings: %w", err)
 	}
 	if len(ids) > maxOwnAppointments {
-		return Page[Appointment]{}, ErrTooManyAppointments
+		return Page[Appointment]{}, ErrTooManyToList
 	}
 	found := make([]*Appointment, len(ids))
 	errs := make([]error, len(ids))
