@@ -349,8 +349,13 @@ func TestEvents_NothingLostWhenAnInstanceIsKilled(t *testing.T) {
 	if k.ackedByA <= 0 || k.ackedByA >= crashChanges {
 		t.Errorf("A acknowledged %d of %d changes before its death", k.ackedByA, crashChanges)
 	}
-	if k.received <= 0 || k.received >= k.events {
-		t.Errorf("at the kill the receiver had %d of the %d events A committed: want some but not all", k.received, k.events)
+	// The receiver records a request as it arrives and answers it 20 ms
+	// later, so it may have seen every event A committed while A still
+	// held deliveries it never settled: what must hold is that A died
+	// holding some.
+	if k.received <= 0 || k.leased <= 0 {
+		t.Errorf("at the kill the receiver had %d of the %d events A committed and A held %d deliveries: want some received and some held",
+			k.received, k.events, k.leased)
 	}
 
 	t.Logf("changes acknowledged: %d (A %d, B %d); in flight at the kill: %d, cut off by it (outcome unknown): %d, of which committed: %d",
