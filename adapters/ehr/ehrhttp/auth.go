@@ -347,3 +347,26 @@ func tokenCause(err error) error {
 	}
 	return fmt.Errorf("token endpoint: %w", err)
 }
+
+// withAuth adds the credentials of a to each attempt (on a copy of the
+// request), noting the token generation for a refresh after a 401. A
+// failure to obtain them is a failAuth.
+func withAuth(a authenticator) middleware {
+	return func(next doer) doer {
+		return func(ctx context.Context, req *http.Request) (*http.Response, error) {
+			h, gen, err := a.header(ctx)
+			if err != nil {
+				return nil, &failure{kind: failAuth, err: err}
+			}
+			callOf(ctx).gen = gen
+			r := req.Clone(ctx)
+			if r.Header == nil {
+				r.Header = http.Header{}
+			}
+			for k, v := range h {
+				r.Header[k] = v
+			}
+			return next(ctx, r)
+		}
+	}
+}
