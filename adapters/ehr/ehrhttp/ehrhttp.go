@@ -194,6 +194,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	}
 	cb := ehrclient.NewBreaker(ehrclient.BreakerConfig{Name: cfg.Name,
 		Failures: o.breakerFailures, Open: o.breakerOpen, Metrics: cfg.Metrics})
+	lim := newLimiter(cfg.RequestsPerMinute)
 	retry := retryPolicy{retries: cfg.RetryAttempts, backoff: fullJitter(o.backoffBase, o.backoffMax),
 		sleep: o.sleep, auth: c.auth, stop: cb.IsOpen}
 
@@ -203,11 +204,11 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		observe(cfg.Logger, cfg.Metrics), // one log line and one measurement per call
 		guard(base, c.errs),              // only the system's own origin
 		translate(c.errs),                // failures become *core.Error
-		retry.middleware(),               // more attempts, and one more with a fresh token
+		withRetry(retry),                 // more attempts, and one more with a fresh token
 		withBreaker(cb),                  // each attempt: refused while open, judged after
 		countAttempt,                     // the attempts and statuses the call tells
 		withTimeout(timeout),             // the attempt's time-out, until its body is closed
-		withLimit(newLimiter(cfg.RequestsPerMinute), cfg.Metrics), // requests per minute
+		withLimit(lim, cfg.Metrics), // requests per minute
 		withAuth(c.auth), // credentials
 	)
 	return c, nil

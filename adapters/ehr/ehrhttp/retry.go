@@ -18,13 +18,13 @@ type retryPolicy struct {
 	stop    func() bool   // the breaker is open: no more attempts
 }
 
-// middleware makes the call's attempts: another after a network error,
+// withRetry makes the call's attempts: another after a network error,
 // a time-out, a 429 or a 5xx (up to retries, waiting the backoff or the
 // Retry-After the EHR sent, never past ctx's deadline: the last answer or
 // failure is returned instead), and one more with a fresh token after a
 // 401 of a refreshable credential. Only requests that can be replayed are
 // retried: GET, HEAD, no body, or a body with GetBody.
-func (p retryPolicy) middleware() middleware {
+func withRetry(p retryPolicy) middleware {
 	return func(next doer) doer {
 		return func(ctx context.Context, req *http.Request) (*http.Response, error) {
 			replayable := req.Method == "" || req.Method == http.MethodGet || req.Method == http.MethodHead ||

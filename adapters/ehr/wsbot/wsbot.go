@@ -61,6 +61,7 @@
 package wsbot
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"crypto/tls"
@@ -83,6 +84,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/carebridge/carebridge/adapters/ehr/ehrclient"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
@@ -149,8 +151,8 @@ type Metrics interface {
 	LinkUp(up bool)
 	// Reconnect records a link opened after the first one.
 	Reconnect()
-	// BreakerState records the circuit breaker's state: 0 closed,
-	// 1 half-open, 2 open (New reports closed).
+	// BreakerState records the circuit breaker's state: ehrclient.Closed,
+	// HalfOpen or Open (New reports closed).
 	BreakerState(state int)
 }
 
@@ -167,7 +169,7 @@ type Client struct {
 	backoffMax   time.Duration
 	header       func(ctx context.Context) (http.Header, error)
 	dialer       *websocket.Dialer
-	cb           *gobreaker.CircuitBreaker[json.RawMessage]
+	cb           *ehrclient.Breaker
 	log          *slog.Logger
 	metrics      Metrics // nil: none
 	idPrefix     string
@@ -248,46 +250,19 @@ func New(cfg Config) (*Client, error) {
 	_, _ = crand.Read(b[:]) // crypto/rand.Read never fails
 	c.idPrefix = hex.EncodeToString(b[:]) + "-"
 
-	failures := cfg.BreakerFailures
-	if failures == 0 {
-		failures = DefaultBreakerFailures
-	}
-	c.cb = gobreaker.NewCircuitBreaker[json.RawMessage](gobreaker.Settings{
-		Name:        cfg.Name,
-		MaxRequests: 1,
-		Timeout:     def(DefaultBreakerOpen, cfg.BreakerOpen),
-		ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= failures },
-		IsSuccessful: func(err error) bool {
-			_, ok := err.(healthy)
-			return err == nil || ok
-		},
-		IsExcluded: func(err error) bool {
-			_, ok := err.(uncounted)
-			return ok
-		},
-		OnStateChange: func(_ string, from, to gobreaker.State) {
-			c.log.Warn("wsbot circuit breaker changed state", "from", from.String(), "to", to.String())
-			if c.metrics != nil {
-				c.metrics.BreakerState(breakerState(to))
-			}
-		},
-	})
 	if c.metrics != nil {
 		c.metrics.LinkUp(false)
-		c.metrics.BreakerState(0)
 	}
+	c.cb = ehrclient.NewBreaker(ehrclient.BreakerConfig{
+		Name:     cfg.Name,
+		Failures: cmp.Or(cfg.BreakerFailures, DefaultBreakerFailures),
+		Open:     def(DefaultBreakerOpen, cfg.BreakerOpen),
+		Metrics:  c.metrics,
+		OnChange: func(from, to gobreaker.State) {
+			c.log.Warn("wsbot circuit breaker changed state", "from", from.String(), "to", to.String())
+		},
+	})
 	return c, nil
-}
-
-// breakerState is a gobreaker state as Metrics.BreakerState receives it.
-func breakerState(s gobreaker.State) int {
-	switch s {
-	case gobreaker.StateOpen:
-		return 2
-	case gobreaker.StateHalfOpen:
-		return 1
-	}
-	return 0
 }
 
 func (cfg Config) validate() error {
@@ -385,7 +360,7 @@ func (c *Client) logFailure(ctx context.Context, action string, err error, took 
 		code = ce.Code
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "wsbot call failed", slog.String("action", clip(action)),
-		slog.String("code", code), durationMS(took))
+		slog.String("code", code), ehrclient.DurationMS(took))
 }
 
 // exchange is call without the log line.
@@ -397,12 +372,13 @@ func (c *Client) exchange(ctx context.Context, action string, payload, out any) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
 	defer cancel()
-	raw, err := c.cb.Execute(func() (json.RawMessage, error) { return c.roundTrip(ctx, action, body) })
+	done, err := c.cb.Allow()
 	if err != nil {
-		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return &core.Error{Kind: core.KindUnavailable, Code: "circuit_open",
-				Message: c.name + " is temporarily unavailable after repeated failures", Err: err}
-		}
+		return err // circuit_open
+	}
+	raw, err := c.roundTrip(ctx, action, body)
+	done(verdict(err))
+	if err != nil {
 		return bare(err)
 	}
 	if out != nil {
@@ -477,14 +453,14 @@ func encodeRequest(id, action string, payload []byte) []byte {
 func (c *Client) result(action string, a answer) (json.RawMessage, error) {
 	if a.err == nil {
 		if !a.ok {
-			return nil, healthy{c.badAnswer(action, "it is neither a result nor an error", nil)}
+			return nil, healthy(c.badAnswer(action, "it is neither a result nor an error", nil))
 		}
 		if len(a.result) == 0 {
 			return json.RawMessage("null"), nil
 		}
 		return a.result, nil
 	}
-	return nil, healthy{c.protocolError(action, a.err)}
+	return nil, healthy(c.protocolError(action, a.err))
 }
 
 // protocolError maps a protocol error code to the Scheduler's errors.
@@ -548,8 +524,8 @@ func (c *Client) timeoutError(what string, cause error) *core.Error {
 }
 
 func (c *Client) closedError() error {
-	return uncounted{&core.Error{Kind: core.KindUnavailable, Code: "ehr_closed",
-		Message: "the connection to " + c.name + " is closed"}}
+	return uncounted(&core.Error{Kind: core.KindUnavailable, Code: "ehr_closed",
+		Message: "the connection to " + c.name + " is closed"})
 }
 
 // contextError reports the end of a call's context: a time-out counts for
@@ -558,8 +534,8 @@ func (c *Client) contextError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return c.timeoutError("did not answer in time", err)
 	}
-	return uncounted{&core.Error{Kind: core.KindTimeout, Code: "ehr_timeout",
-		Message: "the request to " + c.name + " was cancelled", Err: err}}
+	return uncounted(&core.Error{Kind: core.KindTimeout, Code: "ehr_timeout",
+		Message: "the request to " + c.name + " was cancelled", Err: err})
 }
 
 // connect returns the live link, opening one (or joining the attempt
@@ -614,10 +590,10 @@ func (c *Client) backingOff(at time.Time) error {
 	c.mu.Unlock()
 	var ce *core.Error
 	if errors.As(cause, &ce) && ce.Code != "ehr_unreachable" && ce.Kind != core.KindTimeout {
-		return uncounted{ce} // refused credentials and the like: say so again
+		return uncounted(ce) // refused credentials and the like: say so again
 	}
-	return uncounted{c.unreachable(fmt.Sprintf("is unreachable; the next connection attempt is in %v",
-		time.Until(at).Round(time.Millisecond)), cause)}
+	return uncounted(c.unreachable(fmt.Sprintf("is unreachable; the next connection attempt is in %v",
+		time.Until(at).Round(time.Millisecond)), cause))
 }
 
 // late reports whether ctx ends before t.
@@ -735,10 +711,10 @@ func (c *Client) open(ctx context.Context) (*websocket.Conn, error) {
 		if h, err = c.header(ctx); err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) {
-				return nil, uncounted{err}
+				return nil, uncounted(err)
 			}
-			return nil, uncounted{&core.Error{Kind: core.KindBadGateway, Code: "ehr_auth_failed",
-				Message: "authentication to " + c.name + " failed", Err: err}}
+			return nil, uncounted(&core.Error{Kind: core.KindBadGateway, Code: "ehr_auth_failed",
+				Message: "authentication to " + c.name + " failed", Err: err})
 		}
 	}
 	ws, resp, err := c.dialer.DialContext(ctx, c.url, h)
@@ -746,8 +722,8 @@ func (c *Client) open(ctx context.Context) (*websocket.Conn, error) {
 		if resp != nil {
 			switch resp.StatusCode {
 			case http.StatusUnauthorized, http.StatusForbidden:
-				return nil, healthy{&core.Error{Kind: core.KindBadGateway, Code: "ehr_unauthorized",
-					Message: fmt.Sprintf("%s refused the credentials (HTTP %d)", c.name, resp.StatusCode), Err: err}}
+				return nil, healthy(&core.Error{Kind: core.KindBadGateway, Code: "ehr_unauthorized",
+					Message: fmt.Sprintf("%s refused the credentials (HTTP %d)", c.name, resp.StatusCode), Err: err})
 			}
 			return nil, c.unreachable(fmt.Sprintf("refused the connection (HTTP %d)", resp.StatusCode), err)
 		}
@@ -764,39 +740,48 @@ func (c *Client) open(ctx context.Context) (*websocket.Conn, error) {
 	return ws, nil
 }
 
-// The breaker's verdicts on failures that are not the EHR's fault.
-type (
-	// healthy: the EHR answered (a protocol error, refused credentials).
-	healthy struct{ err error }
-	// uncounted: says nothing of the EHR's health (the caller cancelled,
-	// the client closed, no credentials could be had).
-	uncounted struct{ err error }
-)
+// judged is a failure the breaker is not to count as one: the EHR
+// answered (ehrclient.Success: a protocol error, refused credentials), or
+// it says nothing of the EHR's health (ehrclient.Ignore: the caller
+// cancelled, the client closed, no credentials could be had, a failure
+// counted once already). Any other error is the EHR's failure.
+type judged struct {
+	err error
+	v   ehrclient.Verdict
+}
+
+func (j judged) Error() string { return j.err.Error() }
+func (j judged) Unwrap() error { return j.err }
+
+func healthy(err error) error   { return judged{err, ehrclient.Success} }
+func uncounted(err error) error { return judged{err, ehrclient.Ignore} }
+
+// verdict is the breaker's verdict on a call's error.
+func verdict(err error) ehrclient.Verdict {
+	if err == nil {
+		return ehrclient.Success
+	}
+	if j, ok := err.(judged); ok {
+		return j.v
+	}
+	return ehrclient.Failure
+}
 
 // bare strips the breaker's verdict from err.
 func bare(err error) error {
-	switch e := err.(type) {
-	case healthy:
-		return e.err
-	case uncounted:
-		return e.err
+	if j, ok := err.(judged); ok {
+		return j.err
 	}
 	return err
 }
 
 // once marks err, counted already, as not to be counted again.
 func once(err error) error {
-	switch err.(type) {
-	case healthy, uncounted:
+	if _, ok := err.(judged); ok {
 		return err
 	}
-	return uncounted{err}
+	return uncounted(err)
 }
-
-func (h healthy) Error() string   { return h.err.Error() }
-func (h healthy) Unwrap() error   { return h.err }
-func (u uncounted) Error() string { return u.err.Error() }
-func (u uncounted) Unwrap() error { return u.err }
 
 // peerError is a protocol error as the EHR sent it (the cause, for logs).
 type peerError struct{ code, message string }
@@ -807,9 +792,3 @@ func (e *peerError) Error() string {
 
 // clip makes upstream text fit for an error message.
 func clip(s string) string { return ehr.ClipText(s, maxDetail) }
-
-// durationMS is the duration_ms attribute of a log line: d in milliseconds,
-// a number with microsecond precision (as ehrhttp's and the access log's).
-func durationMS(d time.Duration) slog.Attr {
-	return slog.Float64("duration_ms", float64(d.Microseconds())/1000)
-}
