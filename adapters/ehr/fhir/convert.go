@@ -210,20 +210,12 @@ func toPatient(p patient, source string) ehr.Patient {
 		}
 	}
 	for _, t := range p.Telecom {
-		if v := strings.TrimSpace(t.Value); v != "" {
-			out.Telecom = append(out.Telecom, ehr.ContactPoint{
-				System: strings.TrimSpace(t.System), Value: v, Use: strings.TrimSpace(t.Use)})
+		if c, ok := ehr.NormalContactPoint(ehr.ContactPoint(t)); ok {
+			out.Telecom = append(out.Telecom, c)
 		}
 	}
 	for _, a := range p.Address {
-		addr := ehr.Address{
-			Line:       ehr.NonEmpty(a.Line),
-			City:       strings.TrimSpace(a.City),
-			State:      strings.TrimSpace(a.State),
-			PostalCode: strings.TrimSpace(a.PostalCode),
-			Country:    strings.TrimSpace(a.Country),
-		}
-		if len(addr.Line) > 0 || addr.City != "" || addr.State != "" || addr.PostalCode != "" || addr.Country != "" {
+		if addr, ok := ehr.NormalAddress(ehr.Address(a)); ok {
 			out.Address = append(out.Address, addr)
 		}
 	}

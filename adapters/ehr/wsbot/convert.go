@@ -366,20 +366,12 @@ func patientFromWire(w wirePatient, source string) ehr.Patient {
 		}
 	}
 	for _, t := range w.Telecom {
-		if v := strings.TrimSpace(t.Value); v != "" {
-			p.Telecom = append(p.Telecom, ehr.ContactPoint{
-				System: strings.TrimSpace(t.System), Value: v, Use: strings.TrimSpace(t.Use)})
+		if c, ok := ehr.NormalContactPoint(ehr.ContactPoint(t)); ok {
+			p.Telecom = append(p.Telecom, c)
 		}
 	}
 	for _, a := range w.Address {
-		addr := ehr.Address{
-			Line:       ehr.NonEmpty(a.Line),
-			City:       strings.TrimSpace(a.City),
-			State:      strings.TrimSpace(a.State),
-			PostalCode: strings.TrimSpace(a.PostalCode),
-			Country:    strings.TrimSpace(a.Country),
-		}
-		if len(addr.Line) > 0 || addr.City != "" || addr.State != "" || addr.PostalCode != "" || addr.Country != "" {
+		if addr, ok := ehr.NormalAddress(ehr.Address(a)); ok {
 			p.Address = append(p.Address, addr)
 		}
 	}
