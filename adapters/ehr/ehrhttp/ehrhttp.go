@@ -208,8 +208,8 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		withBreaker(cb),                  // each attempt: refused while open, judged after
 		countAttempt,                     // the attempts and statuses the call tells
 		withTimeout(timeout),             // the attempt's time-out, until its body is closed
-		withLimit(lim, cfg.Metrics), // requests per minute
-		withAuth(c.auth), // credentials
+		withLimit(lim, cfg.Metrics),      // requests per minute
+		withAuth(c.auth),                 // credentials
 	)
 	return c, nil
 }
