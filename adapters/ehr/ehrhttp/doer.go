@@ -39,6 +39,16 @@ func withCall(ctx context.Context) (context.Context, *call) {
 	return context.WithValue(ctx, callKey{}, c), c
 }
 
+// ensureCall is ctx with a call record, starting one when it has none
+// (a layer that needs the record across attempts used on its own).
+func ensureCall(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(callKey{}).(*call); ok {
+		return ctx
+	}
+	ctx, _ = withCall(ctx)
+	return ctx
+}
+
 // callOf is the record of ctx's call; a blank one when none was started
 // (a layer used on its own).
 func callOf(ctx context.Context) *call {

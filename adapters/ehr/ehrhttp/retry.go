@@ -30,6 +30,7 @@ func withRetry(p retryPolicy) middleware {
 			replayable := req.Method == "" || req.Method == http.MethodGet || req.Method == http.MethodHead ||
 				req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 			reauth := replayable && p.auth.refreshable()
+			ctx = ensureCall(ctx)
 			for try := 0; ; {
 				resp, err := next(ctx, req)
 				if err == nil && resp.StatusCode == http.StatusUnauthorized && reauth {
