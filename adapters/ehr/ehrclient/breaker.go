@@ -73,7 +73,7 @@ func NewBreaker(cfg BreakerConfig) *Breaker {
 				cfg.OnChange(from, to)
 			}
 			if cfg.Metrics != nil {
-				cfg.Metrics.BreakerState(State(to))
+				cfg.Metrics.BreakerState(metricState(to))
 			}
 		},
 	})
@@ -107,8 +107,8 @@ func (b *Breaker) Allow() (done func(Verdict), err error) {
 // IsOpen reports whether the breaker refuses calls now.
 func (b *Breaker) IsOpen() bool { return b.cb.State() == gobreaker.StateOpen }
 
-// State is a gobreaker state as BreakerMetrics receives it.
-func State(s gobreaker.State) int {
+// metricState is a gobreaker state as BreakerMetrics receives it.
+func metricState(s gobreaker.State) int {
 	switch s {
 	case gobreaker.StateOpen:
 		return Open
