@@ -134,15 +134,7 @@ func (v *Verifier) Authenticate(ctx context.Context, rawToken string) (core.Acto
 
 	tok, err := v.verifier.Verify(ctx, raw)
 	if err != nil {
-		var expired *oidc.TokenExpiredError
-		if errors.As(err, &expired) {
-			if expired.Expiry.IsZero() {
-				// go-oidc reads a missing exp as the zero time.
-				return core.Actor{}, ErrInvalidToken.WithMessage("Bearer token has no expiry").Wrap(err)
-			}
-			return core.Actor{}, ErrTokenExpired.Wrap(err)
-		}
-		return core.Actor{}, ErrInvalidToken.Wrap(err)
+		return core.Actor{}, verifyError(err)
 	}
 
 	// The signature, issuer, audience and expiry are good; what follows
@@ -176,6 +168,19 @@ func (v *Verifier) Authenticate(ctx context.Context, rawToken string) (core.Acto
 	actor := core.Actor{Subject: tok.Subject, Scopes: scopes(claims.Scope, claims.Scp)}
 	v.cache.put(raw, actor, tok.Expiry, v.now())
 	return actor, nil
+}
+
+// verifyError names what go-oidc refused: an expired token (or one without
+// an expiry, which go-oidc reads as the zero time) or any other fault.
+func verifyError(err error) error {
+	var expired *oidc.TokenExpiredError
+	if !errors.As(err, &expired) {
+		return ErrInvalidToken.Wrap(err)
+	}
+	if expired.Expiry.IsZero() {
+		return ErrInvalidToken.WithMessage("Bearer token has no expiry").Wrap(err)
+	}
+	return ErrTokenExpired.Wrap(err)
 }
 
 // scopes reads the OAuth2 scopes of the claims scope and scp, each a

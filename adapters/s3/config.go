@@ -97,37 +97,46 @@ func parseConnectionString(s string) (Config, error) {
 		}
 	}
 
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return Config{}, fmt.Errorf("invalid query: %w", err)
-	}
-	for key, vals := range q {
-		if len(vals) != 1 {
-			return Config{}, fmt.Errorf("query parameter %q given %d times", key, len(vals))
-		}
-		v := vals[0]
-		switch key {
-		case "region":
-			if v == "" {
-				return Config{}, errors.New("region is empty")
-			}
-			cfg.Region = v
-		case "secure":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return Config{}, fmt.Errorf("secure=%q is not a boolean", v)
-			}
-			cfg.Secure = b
-		case "bucket_prefix":
-			cfg.BucketPrefix = v
-		default:
-			return Config{}, fmt.Errorf("unknown query parameter %q (want region, secure or bucket_prefix)", key)
-		}
+	if err := cfg.setQuery(u.RawQuery); err != nil {
+		return Config{}, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// setQuery applies the connection string's query: region, secure and
+// bucket_prefix, each at most once.
+func (cfg *Config) setQuery(raw string) error {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return fmt.Errorf("invalid query: %w", err)
+	}
+	for key, vals := range q {
+		if len(vals) != 1 {
+			return fmt.Errorf("query parameter %q given %d times", key, len(vals))
+		}
+		v := vals[0]
+		switch key {
+		case "region":
+			if v == "" {
+				return errors.New("region is empty")
+			}
+			cfg.Region = v
+		case "secure":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("secure=%q is not a boolean", v)
+			}
+			cfg.Secure = b
+		case "bucket_prefix":
+			cfg.BucketPrefix = v
+		default:
+			return fmt.Errorf("unknown query parameter %q (want region, secure or bucket_prefix)", key)
+		}
+	}
+	return nil
 }
 
 // ConnectionString formats c as ParseConnectionString reads it. It contains

@@ -410,17 +410,30 @@ func (v *validator) system(i int, rs rawSystem) System {
 	default:
 		at += " " + rs.Name
 	}
+	v.endpoint(at, &s)
+	s.SearchTypes = v.searchTypes(at, rs.SearchTypes)
+	v.sites(at, rs.Sites)
+	v.limits(at, rs, &s)
+	if rs.Businesses != nil {
+		s.Businesses = v.businesses(at, *rs.Businesses)
+	}
+	s.Auth = v.auth(at+": authentication", rs.Authentication)
+	return s
+}
 
+// endpoint checks the adapter, its base URL and its search endpoint (a
+// path for FHIR, an action for the bot), defaulting the endpoint.
+func (v *validator) endpoint(at string, s *System) {
 	switch s.Adapter {
 	case AdapterFHIR:
-		v.url(at+": base_url", rs.BaseURL, "https", "http")
+		v.url(at+": base_url", s.BaseURL, "https", "http")
 		if s.SearchEndpoint == "" {
 			s.SearchEndpoint = DefaultFHIRSearchEndpoint
 		} else if !validPath(s.SearchEndpoint) {
 			v.add(at+": search_endpoint", "must be a path beginning with '/', without spaces, '?' or '#'")
 		}
 	case AdapterWSBot:
-		v.url(at+": base_url", rs.BaseURL, "wss", "ws")
+		v.url(at+": base_url", s.BaseURL, "wss", "ws")
 		if s.SearchEndpoint == "" {
 			s.SearchEndpoint = DefaultWSBotSearchEndpoint
 		} else if !validAction(s.SearchEndpoint) {
@@ -431,32 +444,42 @@ func (v *validator) system(i int, rs rawSystem) System {
 	default:
 		v.add(at+": adapter", "must be fhir or wsbot")
 	}
+}
 
-	if len(rs.SearchTypes) == 0 {
-		s.SearchTypes = []SearchType{SearchPatientRecord}
+func (v *validator) searchTypes(at string, raw []string) []SearchType {
+	if len(raw) == 0 {
+		return []SearchType{SearchPatientRecord}
 	}
-	for j, t := range rs.SearchTypes {
+	var out []SearchType
+	for j, t := range raw {
 		switch st := SearchType(t); {
 		case st != SearchPatientRecord:
 			v.add(fmt.Sprintf("%s: search_types[%d]", at, j), "unknown search type (known: patient_record)")
-		case containsBefore(rs.SearchTypes, j):
+		case containsBefore(raw, j):
 			v.add(fmt.Sprintf("%s: search_types[%d]", at, j), "duplicate")
 		default:
-			s.SearchTypes = append(s.SearchTypes, st)
+			out = append(out, st)
 		}
 	}
+	return out
+}
 
-	for j, site := range rs.Sites {
+func (v *validator) sites(at string, sites []string) {
+	for j, site := range sites {
 		switch {
 		case site == "" || strings.TrimSpace(site) != site:
 			v.add(fmt.Sprintf("%s: sites[%d]", at, j), "must be non-empty, without surrounding spaces")
 		case len(site) > 200 || hasControl(site):
 			v.add(fmt.Sprintf("%s: sites[%d]", at, j), "must be at most 200 characters, without control characters")
-		case containsBefore(rs.Sites, j):
+		case containsBefore(sites, j):
 			v.add(fmt.Sprintf("%s: sites[%d]", at, j), "duplicate")
 		}
 	}
+}
 
+// limits checks the time-out, the retries and the rate limit, keeping the
+// defaults where a value is absent or out of range.
+func (v *validator) limits(at string, rs rawSystem, s *System) {
 	if rs.Timeout != nil {
 		ms := *rs.Timeout
 		if ms < 1 || ms > int(MaxTimeout/time.Millisecond) {
@@ -481,26 +504,27 @@ func (v *validator) system(i int, rs rawSystem) System {
 			s.RateLimit.RequestsPerMinute = n
 		}
 	}
+}
 
-	if rs.Businesses != nil {
-		if len(*rs.Businesses) == 0 {
-			v.add(at+": businesses", "must name at least one business (omit it to serve every business)")
-		}
-		for j, b := range *rs.Businesses {
-			id, ok := businessID(b)
-			switch {
-			case !ok:
-				v.add(fmt.Sprintf("%s: businesses[%d]", at, j), "%s", notUUID(b))
-			case slices.Contains(s.Businesses, id):
-				v.add(fmt.Sprintf("%s: businesses[%d]", at, j), "duplicate")
-			default:
-				s.Businesses = append(s.Businesses, id)
-			}
+// businesses checks a system's businesses: UUIDs, at least one, no
+// duplicate; they come back in lower case.
+func (v *validator) businesses(at string, raw []string) []string {
+	if len(raw) == 0 {
+		v.add(at+": businesses", "must name at least one business (omit it to serve every business)")
+	}
+	var out []string
+	for j, b := range raw {
+		id, ok := businessID(b)
+		switch {
+		case !ok:
+			v.add(fmt.Sprintf("%s: businesses[%d]", at, j), "%s", notUUID(b))
+		case slices.Contains(out, id):
+			v.add(fmt.Sprintf("%s: businesses[%d]", at, j), "duplicate")
+		default:
+			out = append(out, id)
 		}
 	}
-
-	s.Auth = v.auth(at+": authentication", rs.Authentication)
-	return s
+	return out
 }
 
 // byBusiness checks integration.by_business: each key a business UUID,
@@ -592,13 +616,6 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 		APIKeyHeader: ra.APIKeyHeader,
 		Username:     ra.Username,
 	}
-	// set lists the fields given, to refuse those of another type.
-	set := map[string]bool{
-		"token_url": ra.TokenURL != "", "client_id": ra.ClientID != "", "client_secret": ra.ClientSecret != "",
-		"scopes": len(ra.Scopes) > 0, "api_key": ra.APIKey != "", "api_key_header": ra.APIKeyHeader != "",
-		"username": ra.Username != "", "password": ra.Password != "",
-		"private_key": ra.PrivateKey != "", "key_id": ra.KeyID != "", "algorithm": ra.Algorithm != "",
-	}
 	var allowed []string
 	switch a.Type {
 	case AuthOAuth2:
@@ -611,29 +628,7 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 		v.scopes(at, ra.Scopes)
 	case AuthPrivateKeyJWT:
 		allowed = []string{"token_url", "client_id", "scopes", "private_key", "key_id", "algorithm"}
-		v.url(at+".token_url", ra.TokenURL, "https", "http")
-		if ra.ClientID == "" {
-			v.add(at+".client_id", "is required for private_key_jwt")
-		}
-		if ra.KeyID == "" {
-			v.add(at+".key_id", "is required for private_key_jwt")
-		} else if len(ra.KeyID) > 256 || hasControl(ra.KeyID) {
-			v.add(at+".key_id", "must be at most 256 characters, without control characters")
-		}
-		algOK := ra.Algorithm == ehrhttp.AlgRS384 || ra.Algorithm == ehrhttp.AlgES384
-		switch {
-		case ra.Algorithm == "":
-			v.add(at+".algorithm", "is required for private_key_jwt (RS384 or ES384)")
-		case !algOK:
-			v.add(at+".algorithm", "must be RS384 or ES384")
-		}
-		a.PrivateKey = v.secret(at+".private_key", ra.PrivateKey, "private_key_jwt")
-		if !a.PrivateKey.IsZero() && algOK {
-			if _, err := ehrhttp.ParseSigningKey(a.PrivateKey.Value(), ra.Algorithm); err != nil {
-				v.add(at+".private_key", "%s", err)
-			}
-		}
-		v.scopes(at, ra.Scopes)
+		a.PrivateKey = v.privateKeyJWT(at, ra)
 	case AuthAPIKey:
 		allowed = []string{"api_key", "api_key_header"}
 		a.APIKey = v.secret(at+".api_key", ra.APIKey, "api_key")
@@ -656,17 +651,56 @@ func (v *validator) auth(at string, ra *rawAuth) Auth {
 		v.add(at+".type", "must be oauth2, private_key_jwt, api_key or basic")
 		return Auth{Type: AuthNone}
 	}
+	v.unused(at, a.Type, ra, allowed)
+	return a
+}
+
+// privateKeyJWT checks the fields of private_key_jwt and returns its key.
+func (v *validator) privateKeyJWT(at string, ra *rawAuth) Secret {
+	v.url(at+".token_url", ra.TokenURL, "https", "http")
+	if ra.ClientID == "" {
+		v.add(at+".client_id", "is required for private_key_jwt")
+	}
+	if ra.KeyID == "" {
+		v.add(at+".key_id", "is required for private_key_jwt")
+	} else if len(ra.KeyID) > 256 || hasControl(ra.KeyID) {
+		v.add(at+".key_id", "must be at most 256 characters, without control characters")
+	}
+	algOK := ra.Algorithm == ehrhttp.AlgRS384 || ra.Algorithm == ehrhttp.AlgES384
+	switch {
+	case ra.Algorithm == "":
+		v.add(at+".algorithm", "is required for private_key_jwt (RS384 or ES384)")
+	case !algOK:
+		v.add(at+".algorithm", "must be RS384 or ES384")
+	}
+	key := v.secret(at+".private_key", ra.PrivateKey, "private_key_jwt")
+	if !key.IsZero() && algOK {
+		if _, err := ehrhttp.ParseSigningKey(key.Value(), ra.Algorithm); err != nil {
+			v.add(at+".private_key", "%s", err)
+		}
+	}
+	v.scopes(at, ra.Scopes)
+	return key
+}
+
+// unused refuses the fields given that the type does not use.
+func (v *validator) unused(at string, t AuthType, ra *rawAuth, allowed []string) {
+	set := map[string]bool{
+		"token_url": ra.TokenURL != "", "client_id": ra.ClientID != "", "client_secret": ra.ClientSecret != "",
+		"scopes": len(ra.Scopes) > 0, "api_key": ra.APIKey != "", "api_key_header": ra.APIKeyHeader != "",
+		"username": ra.Username != "", "password": ra.Password != "",
+		"private_key": ra.PrivateKey != "", "key_id": ra.KeyID != "", "algorithm": ra.Algorithm != "",
+	}
 	for _, f := range []string{"token_url", "client_id", "client_secret", "scopes", "private_key", "key_id", "algorithm",
 		"api_key", "api_key_header", "username", "password"} {
 		if set[f] && !slices.Contains(allowed, f) {
-			if a.Type == AuthNone {
+			if t == AuthNone {
 				v.add(at+"."+f, "is given but authentication.type is missing (oauth2, private_key_jwt, api_key or basic)")
 			} else {
-				v.add(at+"."+f, "is not used with type %s", a.Type)
+				v.add(at+"."+f, "is not used with type %s", t)
 			}
 		}
 	}
-	return a
 }
 
 func (v *validator) scopes(at string, scopes []string) {

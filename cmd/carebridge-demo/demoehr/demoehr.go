@@ -72,47 +72,19 @@ type Config struct {
 // Start starts the systems, seeds them and writes the EHR systems file
 // into cfg.Dir (ctx bounds the start only); Close stops them.
 func Start(ctx context.Context, cfg Config) (*Demo, error) {
-	dir, medplum, key, p := cfg.Dir, cfg.Medplum, cfg.Key, cfg.Practices
 	now := time.Now()
 	d := &Demo{Integration: BotName, BothFamily: person(botFrom).Name.Family, BothGiven: person(botFrom).Name.Given[0]}
-
-	// The bot: Basic auth, people [botFrom, demoPeople) and every
-	// practitioner.
-	password := randomHex(16)
-	bot, err := wsbotserver.Start(ctx, wsbotserver.WithAuthorization("Basic "+base64.StdEncoding.EncodeToString([]byte("demo:"+password))))
-	if err != nil {
-		return nil, err
-	}
-	d.bot = bot
-	for i := botFrom; i < demoPeople; i++ {
-		d.bot.AddPatient(person(i))
-	}
-	for i, a := range practitioners {
-		a.ID = fmt.Sprintf("bot-agent-%d", i+1)
-		if id := d.bot.AddAgent(a, freeTime(a.Timezone, now)); i == 0 {
-			d.AgentID = id
-		}
-	}
-	enc, err := ehrconfig.EncryptSecret(key, password)
+	botSystem, err := d.startBot(ctx, cfg.Key, now)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	systems := []string{fmt.Sprintf(`  - name: %s
-    adapter: wsbot
-    base_url: %s
-    search_types: [patient_record]
-    authentication:
-      type: basic
-      username: demo
-      password: %s
-    timeout: 5000
-`, BotName, d.bot.URL(), enc)}
-
+	systems := []string{botSystem}
+	p := cfg.Practices
 	bound := p != Practices{}
 	byBusiness := ""
-	if medplum != "" {
-		system, err := d.startFHIR(ctx, medplum, dir, key, now)
+	if cfg.Medplum != "" {
+		system, err := d.startFHIR(ctx, cfg.Medplum, cfg.Dir, cfg.Key, now)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("FHIR demo: %w", err)
@@ -129,19 +101,56 @@ func Start(ctx context.Context, cfg Config) (*Demo, error) {
 	} else if bound {
 		systems[0] += businesses(p.FHIR, p.Bot)
 	}
-
-	yaml := "# Written by carebridge-demo for `make run`: the demo EHR systems on loopback.\nehr_systems:\n" +
-		strings.Join(systems, "") + "integration:\n  ehr: " + d.Integration + "\n" + byBusiness
-	if _, err := ehrconfig.Parse([]byte(yaml), key, os.Getenv); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("the demo's EHR systems file is not valid: %w", err)
-	}
-	d.File = filepath.Join(dir, "ehr.yaml")
-	if err := os.WriteFile(d.File, []byte(yaml), 0o600); err != nil {
+	if err := d.writeFile(cfg, systems, byBusiness); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// startBot starts the bot (Basic auth, people [botFrom, demoPeople) and
+// every practitioner) and returns its entry of the EHR systems file.
+func (d *Demo) startBot(ctx context.Context, key []byte, now time.Time) (string, error) {
+	password := randomHex(16)
+	bot, err := wsbotserver.Start(ctx, wsbotserver.WithAuthorization("Basic "+base64.StdEncoding.EncodeToString([]byte("demo:"+password))))
+	if err != nil {
+		return "", err
+	}
+	d.bot = bot
+	for i := botFrom; i < demoPeople; i++ {
+		d.bot.AddPatient(person(i))
+	}
+	for i, a := range practitioners {
+		a.ID = fmt.Sprintf("bot-agent-%d", i+1)
+		if id := d.bot.AddAgent(a, freeTime(a.Timezone, now)); i == 0 {
+			d.AgentID = id
+		}
+	}
+	enc, err := ehrconfig.EncryptSecret(key, password)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(`  - name: %s
+    adapter: wsbot
+    base_url: %s
+    search_types: [patient_record]
+    authentication:
+      type: basic
+      username: demo
+      password: %s
+    timeout: 5000
+`, BotName, d.bot.URL(), enc), nil
+}
+
+// writeFile checks the EHR systems file and writes it to cfg.Dir.
+func (d *Demo) writeFile(cfg Config, systems []string, byBusiness string) error {
+	yaml := "# Written by carebridge-demo for `make run`: the demo EHR systems on loopback.\nehr_systems:\n" +
+		strings.Join(systems, "") + "integration:\n  ehr: " + d.Integration + "\n" + byBusiness
+	if _, err := ehrconfig.Parse([]byte(yaml), cfg.Key, os.Getenv); err != nil {
+		return fmt.Errorf("the demo's EHR systems file is not valid: %w", err)
+	}
+	d.File = filepath.Join(cfg.Dir, "ehr.yaml")
+	return os.WriteFile(d.File, []byte(yaml), 0o600)
 }
 
 // Close stops the systems.
@@ -149,7 +158,9 @@ func (d *Demo) Close() {
 	if d.fhir != nil {
 		_ = d.fhir.Close() // an in-memory server: nothing to save
 	}
-	d.bot.Close()
+	if d.bot != nil {
+		d.bot.Close()
+	}
 }
 
 // Summary is one line on what runs.

@@ -133,6 +133,21 @@ func Start(ctx context.Context, dir, work string, opts ...Option) (*Server, erro
 	if nodeNeedsWebSocketFlag(node) {
 		args = append([]string{"--experimental-websocket"}, args...)
 	}
+	p, addr, err := launch(ctx, node, args, work, cfg.env(work))
+	if err != nil {
+		return nil, fmt.Errorf("start the FHIR server: %w", err)
+	}
+	return &Server{
+		base:   "http://" + addr + "/fhir",
+		cfg:    cfg,
+		client: &http.Client{Timeout: 30 * time.Second},
+		proc:   p,
+	}, nil
+}
+
+// env is the server process's environment: the options as FHIRTEST_*
+// variables, HOME and TMPDIR in the work directory.
+func (cfg config) env(work string) []string {
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + work,
@@ -152,17 +167,7 @@ func Start(ctx context.Context, dir, work string, opts ...Option) (*Server, erro
 	if cfg.logRequests {
 		env = append(env, "FHIRTEST_LOG=1")
 	}
-
-	p, addr, err := launch(ctx, node, args, work, env)
-	if err != nil {
-		return nil, fmt.Errorf("start the FHIR server: %w", err)
-	}
-	return &Server{
-		base:   "http://" + addr + "/fhir",
-		cfg:    cfg,
-		client: &http.Client{Timeout: 30 * time.Second},
-		proc:   p,
-	}, nil
+	return env
 }
 
 // Close stops the server (its whole process group).
