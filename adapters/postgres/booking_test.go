@@ -254,7 +254,7 @@ func TestIntegrationBookings_RecordRemovesTheHoldAndChangedWritesTheEvent(t *tes
 	}
 }
 
-func TestNew_IgnoresTheObsoleteLockParameters(t *testing.T) {
+func TestIntegrationNew_IgnoresTheObsoleteLockParameters(t *testing.T) {
 	url := pgtest.New(t)
 	sep := "?"
 	if strings.Contains(url, "?") {

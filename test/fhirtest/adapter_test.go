@@ -159,7 +159,7 @@ func (s *seeded) indexes(t *testing.T, got []ehr.Patient) []int {
 	return out
 }
 
-func TestFHIRAdapter_SearchPatientsByEachQueryField(t *testing.T) {
+func TestIntegrationFHIRAdapter_SearchPatientsByEachQueryField(t *testing.T) {
 	s := seedServer(t)
 	// seedPeople indexes whose gender is female, for the gender case.
 	var female []int
@@ -213,7 +213,7 @@ func TestFHIRAdapter_SearchPatientsByEachQueryField(t *testing.T) {
 	}
 }
 
-func TestFHIRAdapter_ConvertsThePatientTheServerStored(t *testing.T) {
+func TestIntegrationFHIRAdapter_ConvertsThePatientTheServerStored(t *testing.T) {
 	s := seedServer(t)
 	const i = 9
 	got, err := s.search.SearchPatients(t.Context(), ehr.PatientQuery{Identifier: mrn(i)})
@@ -251,7 +251,7 @@ func TestFHIRAdapter_ConvertsThePatientTheServerStored(t *testing.T) {
 	}
 }
 
-func TestFHIRAdapter_FollowsNextLinksPastTheServersPageSize(t *testing.T) {
+func TestIntegrationFHIRAdapter_FollowsNextLinksPastTheServersPageSize(t *testing.T) {
 	s := seedServer(t)
 	all := make([]int, len(seedPeople))
 	for i := range all {
@@ -306,7 +306,7 @@ func TestFHIRAdapter_FollowsNextLinksPastTheServersPageSize(t *testing.T) {
 	}
 }
 
-func TestFHIRAdapter_WrongAPIKeyIsUnauthorized(t *testing.T) {
+func TestIntegrationFHIRAdapter_WrongAPIKeyIsUnauthorized(t *testing.T) {
 	s := seedServer(t)
 	bad := fhir.New(newEHRClient(t, s.srv.URL(), "not-the-key"), "/Patient")
 	got, err := bad.SearchPatients(t.Context(), ehr.PatientQuery{Family: "Okafor"})
@@ -322,7 +322,7 @@ func TestFHIRAdapter_WrongAPIKeyIsUnauthorized(t *testing.T) {
 	}
 }
 
-func TestFHIRAdapter_InvalidSearchValueReturnsOperationOutcomeText(t *testing.T) {
+func TestIntegrationFHIRAdapter_InvalidSearchValueReturnsOperationOutcomeText(t *testing.T) {
 	s := seedServer(t)
 	_, err := s.search.SearchPatients(context.Background(), ehr.PatientQuery{BirthDate: "14/03/1975"})
 	var ce *core.Error

@@ -41,7 +41,7 @@ func link(bundle map[string]any, relation string) string {
 	return ""
 }
 
-func TestServer_SearchesByFamilyAndPagesWithNextLink(t *testing.T) {
+func TestIntegrationServer_SearchesByFamilyAndPagesWithNextLink(t *testing.T) {
 	srv := fhirtest.Start(t)
 	if !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") || !strings.HasSuffix(srv.URL(), "/fhir") {
 		t.Fatalf("URL() = %q, want http://127.0.0.1:PORT/fhir", srv.URL())
@@ -106,7 +106,7 @@ func TestServer_SearchesByFamilyAndPagesWithNextLink(t *testing.T) {
 	}
 }
 
-func TestServer_RejectsRequestWithoutAPIKey(t *testing.T) {
+func TestIntegrationServer_RejectsRequestWithoutAPIKey(t *testing.T) {
 	srv := fhirtest.Start(t, fhirtest.WithAPIKey("k-123"))
 	srv.CreatePatient(t, patient("Okafor", "Ada", "1980-01-02")) // the helper sends the key
 
@@ -123,7 +123,7 @@ func TestServer_RejectsRequestWithoutAPIKey(t *testing.T) {
 	}
 }
 
-func TestServer_AnswersOperationOutcomeForInvalidPatient(t *testing.T) {
+func TestIntegrationServer_AnswersOperationOutcomeForInvalidPatient(t *testing.T) {
 	srv := fhirtest.Start(t)
 	status, b := srv.Get(t, "Patient?birthdate=not-a-date")
 	if status != http.StatusBadRequest || b["resourceType"] != "OperationOutcome" {

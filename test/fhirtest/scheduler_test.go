@@ -22,7 +22,7 @@ import (
 // free Slot for each period, and returns the Practitioner's id.
 // The contract suite against Medplum, one server for every subtest (the
 // suite tags what it seeds), pages of pageSize.
-func TestFHIRScheduler_Contract(t *testing.T) {
+func TestIntegrationFHIRScheduler_Contract(t *testing.T) {
 	// Started here, on the outer test, so it outlives each subtest (and a
 	// missing server skips or fails this test, not a subtest's parent).
 	srv := fhirtest.Start(t, fhirtest.WithAPIKey(testAPIKey), fhirtest.WithMaxCount(pageSize), fhirtest.WithRequestLog())
@@ -39,7 +39,7 @@ func TestFHIRScheduler_Contract(t *testing.T) {
 
 // Each FHIR status Medplum stores reads as the contract's internal status,
 // and a status listing finds it through the comma list of codes.
-func TestFHIRScheduler_ReadsEveryStatusTheServerStored(t *testing.T) {
+func TestIntegrationFHIRScheduler_ReadsEveryStatusTheServerStored(t *testing.T) {
 	srv := fhirtest.Start(t, fhirtest.WithAPIKey(testAPIKey), fhirtest.WithMaxCount(pageSize))
 	sch := fhir.NewScheduler(newEHRClient(t, srv.URL(), testAPIKey))
 	start := time.Date(time.Now().Year()+1, 3, 2, 9, 0, 0, 0, time.UTC)
@@ -88,7 +88,7 @@ func TestFHIRScheduler_ReadsEveryStatusTheServerStored(t *testing.T) {
 
 // Every field the scheduler writes comes back from Medplum as it was
 // given; cancel and reschedule keep them.
-func TestFHIRScheduler_RoundTripsEveryFieldThroughTheServer(t *testing.T) {
+func TestIntegrationFHIRScheduler_RoundTripsEveryFieldThroughTheServer(t *testing.T) {
 	srv := fhirtest.Start(t, fhirtest.WithAPIKey(testAPIKey))
 	sch := fhir.NewScheduler(newEHRClient(t, srv.URL(), testAPIKey))
 	plus2 := time.FixedZone("", 2*3600)
@@ -146,7 +146,7 @@ func TestFHIRScheduler_RoundTripsEveryFieldThroughTheServer(t *testing.T) {
 // A POST whose answer is lost on the way (a proxy turns it into a 503
 // after Medplum stored it) is retried by ehrhttp; the conditional create
 // finds the first appointment instead of booking a second.
-func TestFHIRScheduler_ARetriedBookingIsStoredOnce(t *testing.T) {
+func TestIntegrationFHIRScheduler_ARetriedBookingIsStoredOnce(t *testing.T) {
 	srv := fhirtest.Start(t, fhirtest.WithAPIKey(testAPIKey))
 	target, err := url.Parse(srv.URL())
 	if err != nil {

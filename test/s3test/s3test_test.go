@@ -9,7 +9,7 @@ import (
 	"github.com/carebridge/carebridge/test/s3test"
 )
 
-func TestStart_ServesS3WithTheReturnedKeys(t *testing.T) {
+func TestIntegrationStart_ServesS3WithTheReturnedKeys(t *testing.T) {
 	cfg := s3test.Start(t)
 	st, err := s3.New(t.Context(), cfg)
 	if err != nil {
@@ -33,7 +33,7 @@ func TestStart_ServesS3WithTheReturnedKeys(t *testing.T) {
 	}
 }
 
-func TestStart_RunsIndependentServers(t *testing.T) {
+func TestIntegrationStart_RunsIndependentServers(t *testing.T) {
 	a, b := s3test.Start(t), s3test.Start(t)
 	if a.Endpoint == b.Endpoint || a.AccessKey == b.AccessKey {
 		t.Fatalf("two servers share %s / %s", a.Endpoint, a.AccessKey)

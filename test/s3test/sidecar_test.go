@@ -12,7 +12,7 @@ import (
 
 // The fallback for file systems without extended attributes must work too,
 // though this machine's temporary directory has them.
-func TestStart_SidecarMetadataWorks(t *testing.T) {
+func TestIntegrationStart_SidecarMetadataWorks(t *testing.T) {
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
 		missing(t)
