@@ -327,7 +327,7 @@ func (a *App) Run(ctx context.Context) error {
 func (a *App) Close() {
 	if a.listener != nil {
 		if err := a.listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			a.log.Warn("close listener", "addr", a.listener.Addr().String(), "err", err)
+			a.log.Warn("close listener", "addr", a.listener.Addr().String(), "error", err)
 		}
 	}
 	if a.closeAudit != nil {
@@ -341,12 +341,12 @@ func (a *App) Close() {
 	}
 	if a.redis != nil {
 		if err := a.redis.Close(); err != nil {
-			a.log.Warn("close redis", "err", err)
+			a.log.Warn("close redis", "error", err)
 		}
 	}
 	if c, ok := a.objects.(io.Closer); ok {
 		if err := c.Close(); err != nil {
-			a.log.Warn("close object store", "err", err)
+			a.log.Warn("close object store", "error", err)
 		}
 	}
 	a.db.Close()
@@ -356,7 +356,7 @@ func (a *App) Close() {
 func closeAll(log *slog.Logger, cs []io.Closer) {
 	for i := len(cs) - 1; i >= 0; i-- {
 		if err := cs[i].Close(); err != nil {
-			log.Warn("close EHR link", "err", err)
+			log.Warn("close EHR link", "error", err)
 		}
 	}
 }

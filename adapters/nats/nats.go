@@ -84,14 +84,14 @@ func New(ctx context.Context, url string, log *slog.Logger) (*Publisher, error) 
 		natsgo.DrainTimeout(drainTimeout),
 		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
 			if err != nil {
-				log.Warn("disconnected from NATS", "err", hide(err, secrets))
+				log.Warn("disconnected from NATS", "error", hide(err, secrets))
 			}
 		}),
 		natsgo.ReconnectHandler(func(c *natsgo.Conn) {
 			log.Info("reconnected to NATS", "server", redactOne(c.ConnectedUrlRedacted()))
 		}),
 		natsgo.ErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
-			log.Error("NATS error", "err", hide(err, secrets))
+			log.Error("NATS error", "error", hide(err, secrets))
 		}),
 		natsgo.ClosedHandler(func(*natsgo.Conn) { close(closed) }),
 	)
