@@ -21,6 +21,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/event"
 )
 
@@ -153,7 +154,7 @@ func (p *Publisher) ensureStream(ctx context.Context) error {
 }
 
 // Subject returns the subject of events of type t.
-func Subject(t event.Type) string { return SubjectPrefix + string(t) }
+func Subject(t core.EventType) string { return SubjectPrefix + string(t) }
 
 // Publish publishes msgs and returns once the stream acknowledged every
 // one (a duplicate, already stored, counts), or fails with the first

@@ -594,7 +594,7 @@ func TestIntegrationBlobRepo_CommitsTheRequestsAuditEventWithTheChange(t *testin
 	}
 	recordAudit(t, l, 2) // after a head the writer did not move
 	ctx, p = pending(audit.BlobDelete, 200)
-	if err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
+	if _, err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
 		t.Fatalf("delete: %v, committed %v", err, p.Committed())
 	}
 	// Without a pending event (a business logo) nothing is audited.
@@ -645,7 +645,7 @@ func TestIntegrationBlobRepo_AChangeWhoseEventIsRefusedIsNotMade(t *testing.T) {
 			b.Name = "obj-2"
 			err = repo.Insert(ctx, &b)
 		} else {
-			err = repo.Delete(ctx, kept.ID)
+			_, err = repo.Delete(ctx, kept.ID)
 		}
 		if !errors.Is(err, audit.ErrUnavailable) || p.Committed() {
 			t.Fatalf("%s: %v, committed %v; want audit_unavailable", action, err, p.Committed())
@@ -797,7 +797,7 @@ func TestIntegrationBlobRepo_NamesTheBusinessOfTheBlobsLocation(t *testing.T) {
 				t.Fatalf("get: %v, business %q, want %q", err, got.BusinessID, tt.want)
 			}
 			ctx, p = pending(audit.BlobDelete)
-			if err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
+			if _, err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
 				t.Fatalf("delete: %v, committed %v", err, p.Committed())
 			}
 			events, err := db.AuditTrail().List(context.Background(), postgres.AuditFilter{})
