@@ -61,6 +61,7 @@ func newAuditLog(t testing.TB, db *postgres.Store, cfg postgres.AuditConfig) *po
 	if err != nil {
 		t.Fatal(err)
 	}
+	go l.Run()
 	t.Cleanup(l.Close)
 	return l
 }
@@ -431,6 +432,7 @@ func TestIntegrationAuditLog_CloseFlushesThenRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go l.Run()
 	var wg sync.WaitGroup
 	var recorded, refused atomic.Int32
 	for i := range 50 {
@@ -530,6 +532,7 @@ func BenchmarkAuditRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	go l.Run()
 	defer l.Close()
 	var i atomic.Int64
 	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
