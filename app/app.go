@@ -158,7 +158,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	}
 	logEHRSystems(ctx, a.log, cfg.EHR)
 	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
-	integration := ehr.NewIntegration(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache,
+	integration := ehr.NewIntegration(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
 		ehr.IntegrationConfig{FingerprintKeys: serviceKeys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
 	a.integration, a.reconcileEvery = integration, cfg.ReconcileEvery
 
@@ -179,7 +179,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	blobs := storage.NewService(a.db.Blobs(), objects, keys, a.db, cfg.MaxUploadBytes,
+	blobs := storage.NewService(a.db.Blobs(), a.db.StorageTx(), objects, keys, a.db, cfg.MaxUploadBytes,
 		storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))
 	a.blobs = blobs
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
@@ -271,13 +271,13 @@ func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
 // NewBusiness wires the business core to its PostgreSQL repositories and,
 // for logos, to the storage core.
 func NewBusiness(db *postgres.Store, blobs *storage.Service) *business.Service {
-	return business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), logos{storage: blobs})
+	return business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), logos{storage: blobs}, db.BusinessTx())
 }
 
 // NewBusinessWithoutLogos is the business core of the admin CLI, which has
 // no object store: a logo is refused with ErrNoLogoStore.
 func NewBusinessWithoutLogos(db *postgres.Store) *business.Service {
-	return business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), noLogos{})
+	return business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), noLogos{}, db.BusinessTx())
 }
 
 // ReloadEHR puts the EHR systems of cfg (nil: none) in force, as SIGHUP
@@ -327,7 +327,7 @@ func (a *App) Run(ctx context.Context) error {
 func (a *App) Close() {
 	if a.listener != nil {
 		if err := a.listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			a.log.Warn("close listener", "addr", a.listener.Addr().String(), "err", err)
+			a.log.Warn("close listener", "addr", a.listener.Addr().String(), "error", err)
 		}
 	}
 	if a.closeAudit != nil {
@@ -341,12 +341,12 @@ func (a *App) Close() {
 	}
 	if a.redis != nil {
 		if err := a.redis.Close(); err != nil {
-			a.log.Warn("close redis", "err", err)
+			a.log.Warn("close redis", "error", err)
 		}
 	}
 	if c, ok := a.objects.(io.Closer); ok {
 		if err := c.Close(); err != nil {
-			a.log.Warn("close object store", "err", err)
+			a.log.Warn("close object store", "error", err)
 		}
 	}
 	a.db.Close()
@@ -356,7 +356,7 @@ func (a *App) Close() {
 func closeAll(log *slog.Logger, cs []io.Closer) {
 	for i := len(cs) - 1; i >= 0; i-- {
 		if err := cs[i].Close(); err != nil {
-			log.Warn("close EHR link", "err", err)
+			log.Warn("close EHR link", "error", err)
 		}
 	}
 }

@@ -37,6 +37,7 @@ func newAuditor(db *postgres.Store, reg *prometheus.Registry, log *slog.Logger) 
 	if err != nil {
 		return nil, nil, err
 	}
+	go l.Run() // until the returned func closes it
 	counter := func(name, help string, v func(postgres.AuditStats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(l.Stats())) })
 	}

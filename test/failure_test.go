@@ -16,10 +16,21 @@ import (
 
 // failingInsert is the real blob repository whose insert fails after the
 // object was written: the moment between the two writes.
-type failingInsert struct{ *postgres.BlobRepo }
+type failingInsert struct{ storage.BlobRepo }
 
 func (failingInsert) Insert(context.Context, *storage.Blob) error {
 	return errors.New("injected: connection lost before the row was written")
+}
+
+// failingInsertTx gives the storage core a BlobRepo whose Insert fails in
+// every transaction.
+type failingInsertTx struct{ postgres.StorageTx }
+
+func (t failingInsertTx) WithinTx(ctx context.Context, fn func(context.Context, storage.Repos) error) error {
+	return t.StorageTx.WithinTx(ctx, func(ctx context.Context, r storage.Repos) error {
+		r.Blobs = failingInsert{r.Blobs}
+		return fn(ctx, r)
+	})
 }
 
 func TestIntegrationUpload_FailureBetweenObjectAndRowLeavesNothing(t *testing.T) {
@@ -45,7 +56,7 @@ func TestIntegrationUpload_FailureBetweenObjectAndRowLeavesNothing(t *testing.T)
 	}
 	var puts int
 	counting := &countingStore{ObjectStore: store, puts: &puts}
-	svc := storage.NewService(failingInsert{db.Blobs()}, counting, ring, db, 4<<20)
+	svc := storage.NewService(db.Blobs(), failingInsertTx{db.StorageTx()}, counting, ring, db, 4<<20)
 
 	for _, encrypted := range []bool{false, true} {
 		_, err := svc.Upload(core.WithActor(ctx, core.Actor{Subject: "alice"}), storage.UploadInput{

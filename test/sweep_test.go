@@ -63,7 +63,7 @@ func TestIntegrationSweep_TwoInstancesAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return db, storage.NewService(db.Blobs(), objects, nil, db, 1<<20)
+		return db, storage.NewService(db.Blobs(), db.StorageTx(), objects, nil, db, 1<<20)
 	}
 	var (
 		wg                       sync.WaitGroup

@@ -21,6 +21,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/event"
 )
 
@@ -84,14 +85,14 @@ func New(ctx context.Context, url string, log *slog.Logger) (*Publisher, error) 
 		natsgo.DrainTimeout(drainTimeout),
 		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
 			if err != nil {
-				log.Warn("disconnected from NATS", "err", hide(err, secrets))
+				log.Warn("disconnected from NATS", "error", hide(err, secrets))
 			}
 		}),
 		natsgo.ReconnectHandler(func(c *natsgo.Conn) {
 			log.Info("reconnected to NATS", "server", redactOne(c.ConnectedUrlRedacted()))
 		}),
 		natsgo.ErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
-			log.Error("NATS error", "err", hide(err, secrets))
+			log.Error("NATS error", "error", hide(err, secrets))
 		}),
 		natsgo.ClosedHandler(func(*natsgo.Conn) { close(closed) }),
 	)
@@ -153,7 +154,7 @@ func (p *Publisher) ensureStream(ctx context.Context) error {
 }
 
 // Subject returns the subject of events of type t.
-func Subject(t event.Type) string { return SubjectPrefix + string(t) }
+func Subject(t core.EventType) string { return SubjectPrefix + string(t) }
 
 // Publish publishes msgs and returns once the stream acknowledged every
 // one (a duplicate, already stored, counts), or fails with the first

@@ -14,6 +14,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/test/testenv"
 )
@@ -92,7 +93,7 @@ func newPublisher(t *testing.T) *Publisher {
 }
 
 // messages returns n events with ids unique to this call, their types
-// taken in turn from event.Types.
+// taken in turn from core.EventTypes.
 func messages(n int) []event.Message {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -100,7 +101,7 @@ func messages(n int) []event.Message {
 	msgs := make([]event.Message, n)
 	for i := range msgs {
 		id := fmt.Sprintf("evt_%s_%04d", run, i)
-		typ := event.Types[i%len(event.Types)]
+		typ := core.EventTypes[i%len(core.EventTypes)]
 		msgs[i] = event.Message{
 			Seq:  int64(i + 1),
 			ID:   id,
@@ -283,7 +284,7 @@ func TestIntegrationPublish_RefusesMessagesItCannotSendAsTheContractSays(t *test
 	js := fresh(t)
 	p := newPublisher(t)
 	for _, m := range []event.Message{
-		{Seq: 1, ID: "", Type: event.AppointmentBooked, Body: []byte(`{}`)},
+		{Seq: 1, ID: "", Type: core.AppointmentBooked, Body: []byte(`{}`)},
 		{Seq: 2, ID: "evt_2", Type: "", Body: []byte(`{}`)},
 		{Seq: 3, ID: "evt_3", Type: "appointment.*", Body: []byte(`{}`)},
 		{Seq: 4, ID: "evt_4", Type: "appointment..booked", Body: []byte(`{}`)},

@@ -61,6 +61,7 @@ func newAuditLog(t testing.TB, db *postgres.Store, cfg postgres.AuditConfig) *po
 	if err != nil {
 		t.Fatal(err)
 	}
+	go l.Run()
 	t.Cleanup(l.Close)
 	return l
 }
@@ -431,6 +432,7 @@ func TestIntegrationAuditLog_CloseFlushesThenRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go l.Run()
 	var wg sync.WaitGroup
 	var recorded, refused atomic.Int32
 	for i := range 50 {
@@ -530,6 +532,7 @@ func BenchmarkAuditRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	go l.Run()
 	defer l.Close()
 	var i atomic.Int64
 	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
@@ -594,7 +597,7 @@ func TestIntegrationBlobRepo_CommitsTheRequestsAuditEventWithTheChange(t *testin
 	}
 	recordAudit(t, l, 2) // after a head the writer did not move
 	ctx, p = pending(audit.BlobDelete, 200)
-	if err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
+	if _, err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
 		t.Fatalf("delete: %v, committed %v", err, p.Committed())
 	}
 	// Without a pending event (a business logo) nothing is audited.
@@ -645,7 +648,7 @@ func TestIntegrationBlobRepo_AChangeWhoseEventIsRefusedIsNotMade(t *testing.T) {
 			b.Name = "obj-2"
 			err = repo.Insert(ctx, &b)
 		} else {
-			err = repo.Delete(ctx, kept.ID)
+			_, err = repo.Delete(ctx, kept.ID)
 		}
 		if !errors.Is(err, audit.ErrUnavailable) || p.Committed() {
 			t.Fatalf("%s: %v, committed %v; want audit_unavailable", action, err, p.Committed())
@@ -797,7 +800,7 @@ func TestIntegrationBlobRepo_NamesTheBusinessOfTheBlobsLocation(t *testing.T) {
 				t.Fatalf("get: %v, business %q, want %q", err, got.BusinessID, tt.want)
 			}
 			ctx, p = pending(audit.BlobDelete)
-			if err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
+			if _, err := repo.Delete(ctx, b.ID); err != nil || !p.Committed() {
 				t.Fatalf("delete: %v, committed %v", err, p.Committed())
 			}
 			events, err := db.AuditTrail().List(context.Background(), postgres.AuditFilter{})

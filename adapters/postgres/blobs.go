@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/carebridge/carebridge/core/audit"
-	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -31,27 +29,18 @@ const blobColumns = `id, blob_name, container_name, original_filename, content_t
 const blobBusiness = `coalesce((SELECT l.business_id::text FROM business_locations l WHERE l.id =
 	CASE WHEN blob_entries.business_location_id ~ '^[0-9]{1,18}$' THEN blob_entries.business_location_id::bigint END), '')`
 
-// Insert stores b and sets its ID, times and BusinessID, and writes
-// blob.uploaded and the request's pending audit event (audit.Pending, naming
-// b and its business) in the same transaction.
+// Insert stores b and sets its ID, times and BusinessID, and writes the
+// request's pending audit event (audit.Pending, naming b and its business)
+// in the same transaction.
 func (r *BlobRepo) Insert(ctx context.Context, b *storage.Blob) error {
-	var audited *audit.Pending
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+	err := audited(ctx, r.db, func(tx pgx.Tx) (string, string, error) {
 		if err := r.insert(ctx, tx, b); err != nil {
-			return err
+			return "", "", err
 		}
-		if err := emitBlob(ctx, tx, event.BlobUploaded, b.ID, string(b.Container), b.BusinessLocationID); err != nil {
-			return err
-		}
-		var err error
-		audited, err = appendPending(ctx, tx, strconv.FormatInt(b.ID, 10), b.BusinessID)
-		return err
+		return strconv.FormatInt(b.ID, 10), b.BusinessID, nil
 	})
 	if err != nil {
 		return fmt.Errorf("insert blob entry: %w", err)
-	}
-	if audited != nil {
-		audited.MarkCommitted()
 	}
 	return nil
 }
@@ -104,59 +93,54 @@ func (s *Store) SweepClaim(ctx context.Context, fn func(ctx context.Context) err
 
 // Get returns blob entry id, with the business of its location.
 func (r *BlobRepo) Get(ctx context.Context, id int64) (storage.Blob, error) {
-	var (
-		b                         storage.Blob
-		keyID, location, practice *string
-		container                 string
-	)
-	err := r.db.QueryRow(ctx, `SELECT `+blobColumns+`, `+blobBusiness+` FROM blob_entries WHERE id = $1`, id).Scan(
-		&b.ID, &b.Name, &container, &b.OriginalFilename, &b.ContentType, &b.Size,
-		&b.Encrypted, &keyID, &b.WrappedKey, &b.SHA256, &b.UploadedBy, &location,
-		&practice, &b.CreatedAt, &b.UpdatedAt, &b.BusinessID)
+	b, err := scanBlob(r.db.QueryRow(ctx, `SELECT `+blobColumns+`, `+blobBusiness+` FROM blob_entries WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Blob{}, storage.ErrBlobNotFound
 	}
 	if err != nil {
 		return storage.Blob{}, fmt.Errorf("get blob entry %d: %w", id, err)
 	}
+	return b, nil
+}
+
+// scanBlob reads blobColumns and blobBusiness.
+func scanBlob(row pgx.Row) (storage.Blob, error) {
+	var (
+		b                         storage.Blob
+		keyID, location, practice *string
+		container                 string
+	)
+	err := row.Scan(&b.ID, &b.Name, &container, &b.OriginalFilename, &b.ContentType, &b.Size,
+		&b.Encrypted, &keyID, &b.WrappedKey, &b.SHA256, &b.UploadedBy, &location,
+		&practice, &b.CreatedAt, &b.UpdatedAt, &b.BusinessID)
+	if err != nil {
+		return storage.Blob{}, err
+	}
 	b.Container = storage.Container(container)
 	b.KeyID, b.BusinessLocationID, b.PracticeID = deref(keyID), deref(location), deref(practice)
 	return b, nil
 }
 
-// Delete removes blob entry id, and writes blob.deleted and the request's
-// pending audit event (audit.Pending, naming the blob's business) in the
-// same transaction.
-func (r *BlobRepo) Delete(ctx context.Context, id int64) error {
-	var audited *audit.Pending
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		var container string
-		var location *string
-		var business string
-		err := tx.QueryRow(ctx, `DELETE FROM blob_entries WHERE id = $1 RETURNING container_name, business_location_id, `+
-			blobBusiness, id).Scan(&container, &location, &business)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storage.ErrBlobNotFound
-		}
+// Delete removes blob entry id and returns it as it was, and writes the
+// request's pending audit event (audit.Pending, naming the blob's
+// business) in the same transaction.
+func (r *BlobRepo) Delete(ctx context.Context, id int64) (storage.Blob, error) {
+	var b storage.Blob
+	err := audited(ctx, r.db, func(tx pgx.Tx) (string, string, error) {
+		var err error
+		b, err = scanBlob(tx.QueryRow(ctx, `DELETE FROM blob_entries WHERE id = $1 RETURNING `+blobColumns+`, `+blobBusiness, id))
 		if err != nil {
-			return err
+			return "", "", err
 		}
-		if err := emitBlob(ctx, tx, event.BlobDeleted, id, container, deref(location)); err != nil {
-			return err
-		}
-		audited, err = appendPending(ctx, tx, strconv.FormatInt(id, 10), business)
-		return err
+		return strconv.FormatInt(id, 10), b.BusinessID, nil
 	})
-	if errors.Is(err, storage.ErrBlobNotFound) {
-		return err
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Blob{}, storage.ErrBlobNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("delete blob entry %d: %w", id, err)
+		return storage.Blob{}, fmt.Errorf("delete blob entry %d: %w", id, err)
 	}
-	if audited != nil {
-		audited.MarkCommitted()
-	}
-	return nil
+	return b, nil
 }
 
 func nullable(s string) *string {

@@ -46,13 +46,13 @@ func TestIntegrationBlobRepo_InsertGetDelete(t *testing.T) {
 		t.Fatalf("encrypted entry changed: %+v", got)
 	}
 
-	if err := repo.Delete(ctx, plain.ID); err != nil {
+	if _, err := repo.Delete(ctx, plain.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := repo.Get(ctx, plain.ID); !errors.Is(err, storage.ErrBlobNotFound) {
 		t.Fatalf("get after delete: %v", err)
 	}
-	if err := repo.Delete(ctx, plain.ID); !errors.Is(err, storage.ErrBlobNotFound) {
+	if _, err := repo.Delete(ctx, plain.ID); !errors.Is(err, storage.ErrBlobNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/core/ehr"
-	"github.com/carebridge/carebridge/core/event"
 )
 
 const (
@@ -68,19 +67,10 @@ func (r *Idempotency) Claim(ctx context.Context, subject, key string, fingerprin
 	return outcome, true, nil
 }
 
-// Complete stores the outcome of a claimed key and, when b is not nil,
-// records the booking and writes its event, in one transaction.
-func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome []byte, b *ehr.Booking) error {
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE idempotency_keys SET outcome = $3, completed_at = now() WHERE subject = $1 AND key = $2`,
-			subject, key, outcome); err != nil {
-			return err
-		}
-		if b == nil {
-			return nil
-		}
-		return recordBooking(ctx, tx, *b)
-	})
+// Complete stores the outcome of a claimed key.
+func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome []byte) error {
+	_, err := r.db.Exec(ctx, `UPDATE idempotency_keys SET outcome = $3, completed_at = now() WHERE subject = $1 AND key = $2`,
+		subject, key, outcome)
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
@@ -122,10 +112,11 @@ func (s *Store) Bookings() *Bookings { return &Bookings{db: s.pool} }
 
 var _ ehr.BookingLog = (*Bookings)(nil)
 
-// recordBooking stores b, removes its hold and, the first time, writes
-// b.Event (when it has one).
-func recordBooking(ctx context.Context, db dbtx, b ehr.Booking) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+// Record stores b and removes its hold, in one transaction, and reports
+// whether b was new: recording it again changes nothing.
+func (r *Bookings) Record(ctx context.Context, b ehr.Booking) (bool, error) {
+	var recorded bool
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if b.HoldID != "" {
 			if _, err := tx.Exec(ctx, `DELETE FROM booking_holds WHERE id = $1`, b.HoldID); err != nil {
 				return err
@@ -137,32 +128,20 @@ func recordBooking(ctx context.Context, db dbtx, b ehr.Booking) error {
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id, start_at, business_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
 			b.Subject, b.AppointmentID, start, b.Business)
-		if err != nil || tag.RowsAffected() == 0 || b.Event.ID == "" {
-			return err
-		}
-		return emit(ctx, tx, b.Event)
+		recorded = tag.RowsAffected() == 1
+		return err
 	})
-}
-
-// Record stores b, removes its hold and writes its event, in one
-// transaction; recording it again changes nothing.
-func (r *Bookings) Record(ctx context.Context, b ehr.Booking) error {
-	if err := recordBooking(ctx, r.db, b); err != nil {
-		return fmt.Errorf("record booking: %w", err)
+	if err != nil {
+		return false, fmt.Errorf("record booking: %w", err)
 	}
-	return nil
+	return recorded, nil
 }
 
 // Changed notes a move or a cancellation of appointment id of business in
-// its booking records and writes e, in one transaction.
-func (r *Bookings) Changed(ctx context.Context, business, id string, start time.Time, cancelled bool, e event.Event) error {
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE appointment_bookings SET start_at = $2, cancelled = $3 WHERE appointment_id = $1 AND business_id = $4`,
-			id, start, cancelled, business); err != nil {
-			return err
-		}
-		return emit(ctx, tx, e)
-	})
+// its booking records.
+func (r *Bookings) Changed(ctx context.Context, business, id string, start time.Time, cancelled bool) error {
+	_, err := r.db.Exec(ctx, `UPDATE appointment_bookings SET start_at = $2, cancelled = $3 WHERE appointment_id = $1 AND business_id = $4`,
+		id, start, cancelled, business)
 	if err != nil {
 		return fmt.Errorf("record change of appointment %s: %w", id, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/carebridge/carebridge/core/business"
-	"github.com/carebridge/carebridge/core/event"
 )
 
 // Compile-time checks that the repositories implement the business ports.
@@ -151,7 +150,7 @@ func (r *BusinessRepo) Update(ctx context.Context, id string, fn func(*business.
 		if err != nil {
 			return fmt.Errorf("update business %s: %w", id, err)
 		}
-		return emit(ctx, tx, event.Business(stored.ID))
+		return nil
 	})
 	if err != nil {
 		return business.Business{}, err

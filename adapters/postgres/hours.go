@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/core/business"
-	"github.com/carebridge/carebridge/core/event"
 )
 
 // HoursRepo keeps operating hours; it implements business.HoursRepo. One
@@ -130,7 +129,7 @@ func (r *HoursRepo) Add(ctx context.Context, locationID int64, hs []business.Hou
 			}
 			added = append(added, a)
 		}
-		return emitForLocation(ctx, tx, event.OperatingHoursChanged, locationID)
+		return nil
 	})
 	if err == nil {
 		return added, nil
@@ -197,19 +196,11 @@ func (r *HoursRepo) Update(ctx context.Context, h business.Hours) (business.Hour
 	if err := checkHours(h); err != nil {
 		return business.Hours{}, err
 	}
-	var stored business.Hours
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		var err error
-		stored, err = scanHours(tx.QueryRow(ctx, `
-			UPDATE operating_hours SET day = $2, start_time = $3::time, end_time = $4::time
-			WHERE id = $1
-			RETURNING `+hoursColumns,
-			h.ID, isoDay(h.Day), h.Start, h.End))
-		if err != nil {
-			return err
-		}
-		return emitForLocation(ctx, tx, event.OperatingHoursChanged, stored.LocationID)
-	})
+	stored, err := scanHours(r.db.QueryRow(ctx, `
+		UPDATE operating_hours SET day = $2, start_time = $3::time, end_time = $4::time
+		WHERE id = $1
+		RETURNING `+hoursColumns,
+		h.ID, isoDay(h.Day), h.Start, h.End))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return business.Hours{}, business.ErrHoursNotFound
 	}
@@ -224,16 +215,12 @@ func (r *HoursRepo) Update(ctx context.Context, h business.Hours) (business.Hour
 
 // Delete removes entry id; a missing one is business.ErrHoursNotFound.
 func (r *HoursRepo) Delete(ctx context.Context, id int64) error {
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		var location int64
-		err := tx.QueryRow(ctx, `DELETE FROM operating_hours WHERE id = $1 RETURNING location_id`, id).Scan(&location)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return business.ErrHoursNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("delete operating hours %d: %w", id, err)
-		}
-		return emitForLocation(ctx, tx, event.OperatingHoursChanged, location)
-	})
-	return err
+	tag, err := r.db.Exec(ctx, `DELETE FROM operating_hours WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete operating hours %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return business.ErrHoursNotFound
+	}
+	return nil
 }

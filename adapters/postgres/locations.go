@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/core/business"
-	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -128,11 +127,9 @@ func (r *LocationRepo) Create(ctx context.Context, l *business.Location) error {
 			return locationWriteError("insert business location", l, err)
 		}
 		if l.LogoBlobID != 0 {
-			if err := tieLogo(ctx, tx, l.LogoBlobID, id); err != nil {
-				return err
-			}
+			return tieLogo(ctx, tx, l.LogoBlobID, id)
 		}
-		return emit(ctx, tx, event.Location(event.LocationCreated, id, l.BusinessID))
+		return nil
 	})
 	if err != nil {
 		return err
@@ -219,7 +216,7 @@ func (r *LocationRepo) Update(ctx context.Context, id int64, fn func(*business.L
 		if err != nil {
 			return fmt.Errorf("reread business location %d: %w", id, err)
 		}
-		return emit(ctx, tx, event.Location(event.LocationUpdated, id, stored.BusinessID))
+		return nil
 	})
 	if err != nil {
 		return business.Location{}, err

@@ -149,7 +149,7 @@ func TestIntegrationMemberRepo_TheDatabaseKeepsTheLastOwner(t *testing.T) {
 // the same moment, many times; exactly one of them wins each time.
 func TestIntegrationMembers_OwnersDemotingEachOtherAtOnceLeaveAnOwner(t *testing.T) {
 	db := pgtest.Store(t)
-	svc := business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), nil)
+	svc := business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), nil, db.BusinessTx())
 	as := func(sub string) context.Context {
 		return core.WithActor(context.Background(), core.Actor{Subject: sub})
 	}

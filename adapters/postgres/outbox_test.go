@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/ehr"
-	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 	"github.com/carebridge/carebridge/test/pgtest"
 )
@@ -65,7 +65,7 @@ func countRows(t *testing.T, db *postgres.Store, query string, args ...any) int 
 // oneEvent asserts that exactly one event was written after seq, of type
 // typ and business businessID ("" for none), with a body of the
 // contract's shape whose data is wantData (as JSON), and returns it.
-func oneEvent(t *testing.T, db *postgres.Store, seq *int64, typ event.Type, businessID, wantData string) outboxRow {
+func oneEvent(t *testing.T, db *postgres.Store, seq *int64, typ core.EventType, businessID, wantData string) outboxRow {
 	t.Helper()
 	evs := eventsAfter(t, db, seq)
 	if len(evs) != 1 {
@@ -130,47 +130,135 @@ func sameJSON(t *testing.T, got []byte, want string) bool {
 	return string(gb) == string(wb)
 }
 
+// The cores decide which event a change has and write it through their
+// Transactor (their own tests pin the decisions); these tests run the
+// changes the same way over PostgreSQL and check what the adapter owns:
+// the change and its event commit together or not at all, the body is the
+// contract's, and the business of a blob is that of its location.
+
+// bizTx runs change and writes the event it returns in one transaction of
+// the business core's Transactor.
+func bizTx(db *postgres.Store, change func(r business.Repos) (core.Event, error)) error {
+	return db.BusinessTx().WithinTx(context.Background(), func(ctx context.Context, r business.Repos) error {
+		e, err := change(r)
+		if err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, e)
+	})
+}
+
+// blobTx is bizTx for the storage core.
+func blobTx(db *postgres.Store, change func(r storage.Repos) (core.Event, error)) error {
+	return db.StorageTx().WithinTx(context.Background(), func(ctx context.Context, r storage.Repos) error {
+		e, err := change(r)
+		if err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, e)
+	})
+}
+
+func updateBusiness(db *postgres.Store, id string, fn func(*business.Business) error) error {
+	return bizTx(db, func(r business.Repos) (core.Event, error) {
+		b, err := r.Businesses.Update(context.Background(), id, fn)
+		return core.BusinessEvent(b.ID), err
+	})
+}
+
+func createLocation(db *postgres.Store, l *business.Location) error {
+	return bizTx(db, func(r business.Repos) (core.Event, error) {
+		err := r.Locations.Create(context.Background(), l)
+		return core.LocationEvent(core.LocationCreated, l.ID, l.BusinessID), err
+	})
+}
+
+func updateLocation(db *postgres.Store, id int64, fn func(*business.Location) error) error {
+	return bizTx(db, func(r business.Repos) (core.Event, error) {
+		l, err := r.Locations.Update(context.Background(), id, fn)
+		return core.LocationEvent(core.LocationUpdated, id, l.BusinessID), err
+	})
+}
+
+func addHours(db *postgres.Store, loc business.Location, hs ...business.Hours) ([]business.Hours, error) {
+	var added []business.Hours
+	err := bizTx(db, func(r business.Repos) (core.Event, error) {
+		var err error
+		added, err = r.Hours.Add(context.Background(), loc.ID, hs)
+		return core.LocationEvent(core.OperatingHoursChanged, loc.ID, loc.BusinessID), err
+	})
+	return added, err
+}
+
+func updateHours(db *postgres.Store, loc business.Location, h business.Hours) error {
+	return bizTx(db, func(r business.Repos) (core.Event, error) {
+		_, err := r.Hours.Update(context.Background(), h)
+		return core.LocationEvent(core.OperatingHoursChanged, loc.ID, loc.BusinessID), err
+	})
+}
+
+func deleteHours(db *postgres.Store, loc business.Location, id int64) error {
+	return bizTx(db, func(r business.Repos) (core.Event, error) {
+		err := r.Hours.Delete(context.Background(), id)
+		return core.LocationEvent(core.OperatingHoursChanged, loc.ID, loc.BusinessID), err
+	})
+}
+
+func insertBlob(db *postgres.Store, b *storage.Blob) error {
+	return blobTx(db, func(r storage.Repos) (core.Event, error) {
+		err := r.Blobs.Insert(context.Background(), b)
+		return core.BlobEvent(core.BlobUploaded, b.ID, string(b.Container), b.BusinessLocationID, b.BusinessID), err
+	})
+}
+
+func deleteBlob(db *postgres.Store, id int64) error {
+	return blobTx(db, func(r storage.Repos) (core.Event, error) {
+		b, err := r.Blobs.Delete(context.Background(), id)
+		return core.BlobEvent(core.BlobDeleted, b.ID, string(b.Container), b.BusinessLocationID, b.BusinessID), err
+	})
+}
+
 func TestIntegrationOutbox_EveryChangeWritesItsEvent(t *testing.T) {
-	ctx := context.Background()
 	db := pgtest.Store(t)
 	var seq int64
 
 	b := seedBusiness(t, db, "owner-1")
 	noEvent(t, db, &seq, "creating a business")
 
-	if _, err := db.Businesses().Update(ctx, b.ID, func(x *business.Business) error { x.Name = "Renamed"; return nil }); err != nil {
+	if err := updateBusiness(db, b.ID, func(x *business.Business) error { x.Name = "Renamed"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	oneEvent(t, db, &seq, event.BusinessUpdated, b.ID, `{"businessId":"`+b.ID+`"}`)
+	oneEvent(t, db, &seq, core.BusinessUpdated, b.ID, `{"businessId":"`+b.ID+`"}`)
 
-	loc := seedLocation(t, db, b, "Main")
+	loc := business.Location{BusinessID: b.ID, Name: "Main"}
+	if err := createLocation(db, &loc); err != nil {
+		t.Fatal(err)
+	}
 	lid := strconv.FormatInt(loc.ID, 10)
-	oneEvent(t, db, &seq, event.LocationCreated, b.ID, `{"locationId":`+lid+`}`)
-	if _, err := db.Locations().Update(ctx, loc.ID, func(l *business.Location) error { l.City = "Springfield"; return nil }); err != nil {
+	oneEvent(t, db, &seq, core.LocationCreated, b.ID, `{"locationId":`+lid+`}`)
+	if err := updateLocation(db, loc.ID, func(l *business.Location) error { l.City = "Springfield"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	oneEvent(t, db, &seq, event.LocationUpdated, b.ID, `{"locationId":`+lid+`}`)
+	oneEvent(t, db, &seq, core.LocationUpdated, b.ID, `{"locationId":`+lid+`}`)
 
-	hours := db.Hours()
-	added, err := hours.Add(ctx, loc.ID, []business.Hours{entry(time.Monday, "09:00", "17:00"), entry(time.Tuesday, "09:00", "17:00")})
+	added, err := addHours(db, loc, entry(time.Monday, "09:00", "17:00"), entry(time.Tuesday, "09:00", "17:00"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	oneEvent(t, db, &seq, event.OperatingHoursChanged, b.ID, `{"locationId":`+lid+`}`)
+	oneEvent(t, db, &seq, core.OperatingHoursChanged, b.ID, `{"locationId":`+lid+`}`)
 	h := added[0]
 	h.End = "18:00"
-	if _, err := hours.Update(ctx, h); err != nil {
+	if err := updateHours(db, loc, h); err != nil {
 		t.Fatal(err)
 	}
-	oneEvent(t, db, &seq, event.OperatingHoursChanged, b.ID, `{"locationId":`+lid+`}`)
-	if err := hours.Delete(ctx, added[1].ID); err != nil {
+	oneEvent(t, db, &seq, core.OperatingHoursChanged, b.ID, `{"locationId":`+lid+`}`)
+	if err := deleteHours(db, loc, added[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	oneEvent(t, db, &seq, event.OperatingHoursChanged, b.ID, `{"locationId":`+lid+`}`)
+	oneEvent(t, db, &seq, core.OperatingHoursChanged, b.ID, `{"locationId":`+lid+`}`)
 
 	// A blob belongs to the business of its businessLocationId when that
 	// is the id of a location, and to none otherwise.
-	blobs := db.Blobs()
 	for _, tt := range []struct{ location, business, data string }{
 		{lid, b.ID, `"` + lid + `"`},
 		{"", "", `null`},
@@ -179,15 +267,15 @@ func TestIntegrationOutbox_EveryChangeWritesItsEvent(t *testing.T) {
 	} {
 		blob := storage.Blob{Name: "obj-" + tt.location, Container: storage.ContainerUploads, OriginalFilename: "r.pdf",
 			ContentType: "application/pdf", Size: 1, UploadedBy: "alice", SHA256: "ab", BusinessLocationID: tt.location}
-		if err := blobs.Insert(ctx, &blob); err != nil {
+		if err := insertBlob(db, &blob); err != nil {
 			t.Fatal(err)
 		}
 		data := `{"blobId":` + strconv.FormatInt(blob.ID, 10) + `,"containerName":"uploads","businessLocationId":` + tt.data + `}`
-		oneEvent(t, db, &seq, event.BlobUploaded, tt.business, data)
-		if err := blobs.Delete(ctx, blob.ID); err != nil {
+		oneEvent(t, db, &seq, core.BlobUploaded, tt.business, data)
+		if err := deleteBlob(db, blob.ID); err != nil {
 			t.Fatal(err)
 		}
-		oneEvent(t, db, &seq, event.BlobDeleted, tt.business, data)
+		oneEvent(t, db, &seq, core.BlobDeleted, tt.business, data)
 	}
 }
 
@@ -205,36 +293,36 @@ func TestIntegrationOutbox_AFailedChangeWritesNoEvent(t *testing.T) {
 	eventsAfter(t, db, &seq)
 
 	boom := errors.New("boom")
-	if _, err := db.Businesses().Update(ctx, b.ID, func(*business.Business) error { return boom }); !errors.Is(err, boom) {
+	if err := updateBusiness(db, b.ID, func(*business.Business) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("business update whose fn fails: %v", err)
 	}
 	noEvent(t, db, &seq, "a business update whose fn failed")
-	if _, err := db.Locations().Update(ctx, loc.ID, func(*business.Location) error { return boom }); !errors.Is(err, boom) {
+	if err := updateLocation(db, loc.ID, func(*business.Location) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("location update whose fn fails: %v", err)
 	}
 	noEvent(t, db, &seq, "a location update whose fn failed")
-	if err := db.Locations().Create(ctx, &business.Location{BusinessID: "00000000-0000-4000-8000-000000000000", Name: "X"}); err == nil {
+	if err := createLocation(db, &business.Location{BusinessID: "00000000-0000-4000-8000-000000000000", Name: "X"}); err == nil {
 		t.Fatal("created a location of a missing business")
 	}
 	noEvent(t, db, &seq, "a location create that failed")
 
 	// Tuesday is inserted before Monday conflicts: both go.
-	if _, err := hours.Add(ctx, loc.ID, []business.Hours{entry(time.Tuesday, "09:00", "17:00"), entry(time.Monday, "10:00", "12:00")}); !errors.Is(err, business.ErrDuplicateDay) {
+	if _, err := addHours(db, loc, entry(time.Tuesday, "09:00", "17:00"), entry(time.Monday, "10:00", "12:00")); !errors.Is(err, business.ErrDuplicateDay) {
 		t.Fatalf("add of a duplicate day: %v", err)
 	}
 	noEvent(t, db, &seq, "an hours add of a duplicate day")
-	if _, err := hours.Add(ctx, 999999, []business.Hours{entry(time.Monday, "09:00", "17:00")}); !errors.Is(err, business.ErrLocationNotFound) {
+	if _, err := addHours(db, business.Location{ID: 999999}, entry(time.Monday, "09:00", "17:00")); !errors.Is(err, business.ErrLocationNotFound) {
 		t.Fatalf("add for a missing location: %v", err)
 	}
 	noEvent(t, db, &seq, "an hours add for a missing location")
-	if _, err := hours.Update(ctx, business.Hours{ID: 999999, Day: time.Monday, Start: "09:00", End: "10:00"}); !errors.Is(err, business.ErrHoursNotFound) {
+	if err := updateHours(db, loc, business.Hours{ID: 999999, Day: time.Monday, Start: "09:00", End: "10:00"}); !errors.Is(err, business.ErrHoursNotFound) {
 		t.Fatalf("update of missing hours: %v", err)
 	}
-	if err := hours.Delete(ctx, 999999); !errors.Is(err, business.ErrHoursNotFound) {
+	if err := deleteHours(db, loc, 999999); !errors.Is(err, business.ErrHoursNotFound) {
 		t.Fatalf("delete of missing hours: %v", err)
 	}
 	noEvent(t, db, &seq, "an update and a delete of missing hours")
-	if err := db.Blobs().Delete(ctx, 999999); !errors.Is(err, storage.ErrBlobNotFound) {
+	if err := deleteBlob(db, 999999); !errors.Is(err, storage.ErrBlobNotFound) {
 		t.Fatalf("delete of a missing blob: %v", err)
 	}
 	noEvent(t, db, &seq, "a delete of a missing blob")
@@ -244,27 +332,27 @@ func TestIntegrationOutbox_AFailedChangeWritesNoEvent(t *testing.T) {
 	if _, err := db.Pool().Exec(ctx, `ALTER TABLE events ADD CONSTRAINT no_events CHECK (type = 'appointment.booked') NOT VALID`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Businesses().Update(ctx, b.ID, func(x *business.Business) error { x.Name = "Lost"; return nil }); err == nil {
+	if err := updateBusiness(db, b.ID, func(x *business.Business) error { x.Name = "Lost"; return nil }); err == nil {
 		t.Fatal("business updated without its event")
 	}
 	if got, err := db.Businesses().Get(ctx, b.ID); err != nil || got.Name != b.Name {
 		t.Fatalf("business kept the change without its event: %q %v", got.Name, err)
 	}
-	if _, err := db.Locations().Update(ctx, loc.ID, func(l *business.Location) error { l.Name = "Lost"; return nil }); err == nil {
+	if err := updateLocation(db, loc.ID, func(l *business.Location) error { l.Name = "Lost"; return nil }); err == nil {
 		t.Fatal("location updated without its event")
 	}
-	if err := db.Locations().Create(ctx, &business.Location{BusinessID: b.ID, Name: "Second"}); err == nil {
+	if err := createLocation(db, &business.Location{BusinessID: b.ID, Name: "Second"}); err == nil {
 		t.Fatal("location created without its event")
 	}
-	if _, err := hours.Add(ctx, loc.ID, []business.Hours{entry(time.Friday, "09:00", "17:00")}); err == nil {
+	if _, err := addHours(db, loc, entry(time.Friday, "09:00", "17:00")); err == nil {
 		t.Fatal("hours added without their event")
 	}
-	if err := hours.Delete(ctx, added[0].ID); err == nil {
+	if err := deleteHours(db, loc, added[0].ID); err == nil {
 		t.Fatal("hours deleted without their event")
 	}
 	blob := storage.Blob{Name: "obj-1", Container: storage.ContainerImages, OriginalFilename: "a.png",
 		ContentType: "image/png", Size: 1, UploadedBy: "alice", SHA256: "ab"}
-	if err := db.Blobs().Insert(ctx, &blob); err == nil {
+	if err := insertBlob(db, &blob); err == nil {
 		t.Fatal("blob inserted without its event")
 	}
 	if got, err := db.Locations().Get(ctx, loc.ID); err != nil || got.Name != "Main" {
@@ -282,13 +370,31 @@ func TestIntegrationOutbox_AFailedChangeWritesNoEvent(t *testing.T) {
 	noEvent(t, db, &seq, "changes whose events failed")
 }
 
+// ehrTx runs what the EHR core does to record a booking the EHR
+// confirmed: the Idempotency-Key's outcome when key is set, the booking,
+// and its event the first time, in one transaction.
+func ehrTx(db *postgres.Store, key string, outcome []byte, b *ehr.Booking, e core.Event) error {
+	return db.EHRTx().WithinTx(context.Background(), func(ctx context.Context, r ehr.Repos) error {
+		if key != "" {
+			if err := r.Idempotency.Complete(ctx, "ana", key, outcome); err != nil || b == nil {
+				return err
+			}
+		}
+		recorded, err := r.Bookings.Record(ctx, *b)
+		if err != nil || !recorded {
+			return err
+		}
+		return r.Outbox.Emit(ctx, e)
+	})
+}
+
 func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.Store(t)
 	idem, bookings := db.Idempotency(), db.Bookings()
 	start := time.Date(2030, 1, 2, 15, 0, 0, 0, time.UTC)
-	booked := func(id string) event.Event {
-		return event.Appointment(event.AppointmentBooked, id, "dr-1", "booked", start, start.Add(30*time.Minute), "")
+	booked := func(id string) core.Event {
+		return core.AppointmentEvent(core.AppointmentBooked, id, "dr-1", "booked", start, start.Add(30*time.Minute), "")
 	}
 	data := func(id string) string {
 		return `{"appointmentId":"` + id + `","agentId":"dr-1","status":"booked","start":"2030-01-02T15:00:00Z","end":"2030-01-02T15:30:00Z"}`
@@ -296,24 +402,24 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	var seq int64
 
 	ev := booked("a-1")
-	if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-1", Event: ev}); err != nil {
+	if err := ehrTx(db, "", nil, &ehr.Booking{Subject: "ana", AppointmentID: "a-1"}, ev); err != nil {
 		t.Fatal(err)
 	}
-	if e := oneEvent(t, db, &seq, event.AppointmentBooked, "", data("a-1")); e.ID != ev.ID {
+	if e := oneEvent(t, db, &seq, core.AppointmentBooked, "", data("a-1")); e.ID != ev.ID {
 		t.Errorf("event id %s, want the booking's %s", e.ID, ev.ID)
 	}
 	// Recording it again (a retry, with the same event or a fresh one)
 	// writes nothing more.
-	for _, again := range []event.Event{ev, booked("a-1")} {
-		if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-1", Event: again}); err != nil {
+	for _, again := range []core.Event{ev, booked("a-1")} {
+		if err := ehrTx(db, "", nil, &ehr.Booking{Subject: "ana", AppointmentID: "a-1"}, again); err != nil {
 			t.Fatalf("recording again: %v", err)
 		}
 	}
 	noEvent(t, db, &seq, "recording a booking again")
-	if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-0"}); err != nil {
-		t.Fatal(err)
+	if recorded, err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-0"}); err != nil || !recorded {
+		t.Fatal(recorded, err)
 	}
-	noEvent(t, db, &seq, "a booking of no event")
+	noEvent(t, db, &seq, "a booking recorded alone")
 
 	// With the outcome of an Idempotency-Key.
 	for _, k := range []string{"k1", "k2", "k3", "k4"} {
@@ -321,11 +427,11 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := idem.Complete(ctx, "ana", "k1", []byte(`{"appointmentId":"a-2"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-2", Event: booked("a-2")}); err != nil {
+	if err := ehrTx(db, "k1", []byte(`{"appointmentId":"a-2"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-2"}, booked("a-2")); err != nil {
 		t.Fatal(err)
 	}
-	oneEvent(t, db, &seq, event.AppointmentBooked, "", data("a-2"))
-	if err := idem.Complete(ctx, "ana", "k2", []byte(`{"error":{}}`), nil); err != nil {
+	oneEvent(t, db, &seq, core.AppointmentBooked, "", data("a-2"))
+	if err := ehrTx(db, "k2", []byte(`{"error":{}}`), nil, core.Event{}); err != nil {
 		t.Fatal(err)
 	}
 	noEvent(t, db, &seq, "an outcome of no booking")
@@ -335,7 +441,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	if _, err := db.Pool().Exec(ctx, `ALTER TABLE appointment_bookings ADD CONSTRAINT no_x CHECK (appointment_id <> 'x')`); err != nil {
 		t.Fatal(err)
 	}
-	if err := idem.Complete(ctx, "ana", "k3", []byte(`{"appointmentId":"x"}`), &ehr.Booking{Subject: "ana", AppointmentID: "x", Event: booked("x")}); err == nil {
+	if err := ehrTx(db, "k3", []byte(`{"appointmentId":"x"}`), &ehr.Booking{Subject: "ana", AppointmentID: "x"}, booked("x")); err == nil {
 		t.Fatal("Complete succeeded with a booking that cannot be recorded")
 	}
 	// and when its event cannot be written (an event of the same id is
@@ -345,10 +451,10 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventsAfter(t, db, &seq)
-	if err := idem.Complete(ctx, "ana", "k4", []byte(`{"appointmentId":"a-3"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-3", Event: dup}); err == nil {
+	if err := ehrTx(db, "k4", []byte(`{"appointmentId":"a-3"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-3"}, dup); err == nil {
 		t.Fatal("Complete succeeded with an event that cannot be written")
 	}
-	if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-3", Event: dup}); err == nil {
+	if err := ehrTx(db, "", nil, &ehr.Booking{Subject: "ana", AppointmentID: "a-3"}, dup); err == nil {
 		t.Fatal("Record succeeded with an event that cannot be written")
 	}
 	for _, k := range []string{"k3", "k4"} {

@@ -60,7 +60,7 @@ func TestIntegrationIdempotency_ClaimMatchesAFingerprintUnderAnyKey(t *testing.T
 	if _, done, err := idem.Claim(ctx, "ana", "k1", []string{"fp-old"}); err != nil || done {
 		t.Fatalf("claim: %v %v", done, err)
 	}
-	if err := idem.Complete(ctx, "ana", "k1", []byte(`{"status": "booked"}`), nil); err != nil {
+	if err := idem.Complete(ctx, "ana", "k1", []byte(`{"status": "booked"}`)); err != nil {
 		t.Fatal(err)
 	}
 	out, done, err := idem.Claim(ctx, "ana", "k1", []string{"fp-new", "fp-old"})

@@ -29,7 +29,7 @@ func subscribe(t *testing.T, db *postgres.Store, business string, types ...strin
 }
 
 // emitEvent writes e through the outbox and returns it.
-func emitEvent(t *testing.T, db *postgres.Store, e event.Event) event.Event {
+func emitEvent(t *testing.T, db *postgres.Store, e core.Event) core.Event {
 	t.Helper()
 	if err := db.Outbox().Emit(context.Background(), e); err != nil {
 		t.Fatal(err)
@@ -86,8 +86,11 @@ func TestIntegrationWebhooks_AnEventReachesTheSubscriptionsThatWantIt(t *testing
 	locationsOfA := subscribe(t, db, bizA.ID, "location.created", "location.updated")
 	ofB := subscribe(t, db, bizB, "*")
 
-	// A repository's change fans out in its transaction.
-	loc := seedLocation(t, db, bizA, "Main")
+	// A change's event fans out in its transaction.
+	loc := business.Location{BusinessID: bizA.ID, Name: "Main"}
+	if err := createLocation(db, &loc); err != nil {
+		t.Fatal(err)
+	}
 	var seq int64
 	evs := eventsAfter(t, db, &seq)
 	if len(evs) != 1 {
@@ -99,11 +102,11 @@ func TestIntegrationWebhooks_AnEventReachesTheSubscriptionsThatWantIt(t *testing
 		want []string
 	}{
 		{"location.created of A", evs[0].ID, ids(all, created, ofA, locationsOfA)},
-		{"location.updated of B", emitEvent(t, db, event.Location(event.LocationUpdated, 7, bizB)).ID, ids(all, ofB)},
-		{"business.updated of A", emitEvent(t, db, event.Business(bizA.ID)).ID, ids(all, ofA)},
-		{"operating_hours.changed of A", emitEvent(t, db, event.Location(event.OperatingHoursChanged, loc.ID, bizA.ID)).ID, ids(all, ofA)},
-		{"location.created of no business", emitEvent(t, db, event.Location(event.LocationCreated, 9, "")).ID, ids(all, created)},
-		{"appointment.booked", emitEvent(t, db, event.Appointment(event.AppointmentBooked, "a-1", "dr-1", "booked", time.Now(), time.Now(), "")).ID, ids(all)},
+		{"location.updated of B", emitEvent(t, db, core.LocationEvent(core.LocationUpdated, 7, bizB)).ID, ids(all, ofB)},
+		{"business.updated of A", emitEvent(t, db, core.BusinessEvent(bizA.ID)).ID, ids(all, ofA)},
+		{"operating_hours.changed of A", emitEvent(t, db, core.LocationEvent(core.OperatingHoursChanged, loc.ID, bizA.ID)).ID, ids(all, ofA)},
+		{"location.created of no business", emitEvent(t, db, core.LocationEvent(core.LocationCreated, 9, "")).ID, ids(all, created)},
+		{"appointment.booked", emitEvent(t, db, core.AppointmentEvent(core.AppointmentBooked, "a-1", "dr-1", "booked", time.Now(), time.Now(), "")).ID, ids(all)},
 	} {
 		if got := receivers(t, db, tt.id); !slices.Equal(got, tt.want) {
 			t.Errorf("%s reached %v, want %v", tt.name, got, tt.want)
@@ -118,7 +121,7 @@ func TestIntegrationWebhooks_AnEventReachesTheSubscriptionsThatWantIt(t *testing
 			t.Errorf("a subscription added later got %s", e.Type)
 		}
 	}
-	after := emitEvent(t, db, event.Business(bizA.ID))
+	after := emitEvent(t, db, core.BusinessEvent(bizA.ID))
 	if got, want := receivers(t, db, after.ID), ids(all, ofA, late); !slices.Equal(got, want) {
 		t.Errorf("an event after the late subscription reached %v, want %v", got, want)
 	}
@@ -129,9 +132,9 @@ func TestIntegrationWebhooks_ClaimLeasesDueDeliveriesPerSubscription(t *testing.
 	db := pgtest.Store(t)
 	hooks := db.Webhooks()
 	one, two := subscribe(t, db, "", "*"), subscribe(t, db, "", "business.updated")
-	var evs []event.Event
+	var evs []core.Event
 	for range 3 {
-		evs = append(evs, emitEvent(t, db, event.Business(core.NewUUID())))
+		evs = append(evs, emitEvent(t, db, core.BusinessEvent(core.NewUUID())))
 	}
 	subOf := func(ds []event.Delivery) map[string][]string {
 		m := map[string][]string{}
@@ -160,7 +163,7 @@ func TestIntegrationWebhooks_ClaimLeasesDueDeliveriesPerSubscription(t *testing.
 		if err := db.Pool().QueryRow(ctx, `SELECT body, created_at FROM events WHERE id = $1`, d.EventID).Scan(&body, &at); err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(evs, func(e event.Event) bool { return e.ID == d.EventID })
+		i := slices.IndexFunc(evs, func(e core.Event) bool { return e.ID == d.EventID })
 		if d.ID <= 0 || d.URL != s.URL || string(d.Secret) != string(s.Secret) || string(d.Body) != string(body) ||
 			d.Attempt != 1 || !d.OccurredAt.Equal(at) || i < 0 || !d.OccurredAt.Equal(evs[i].OccurredAt) {
 			t.Errorf("claimed %+v; subscription %+v, body %s, occurred %v", d, s, body, at)
@@ -182,7 +185,7 @@ func TestIntegrationWebhooks_ClaimLeasesDueDeliveriesPerSubscription(t *testing.
 	}
 
 	// A lease that ends gives the delivery back, for its next attempt.
-	e := emitEvent(t, db, event.Business(core.NewUUID()))
+	e := emitEvent(t, db, core.BusinessEvent(core.NewUUID()))
 	ds, err = hooks.Claim(ctx, nil, 10, 200*time.Millisecond)
 	if err != nil || len(ds) != 2 {
 		t.Fatalf("claim of a new event: %+v %v", ds, err)
@@ -219,7 +222,7 @@ func TestIntegrationWebhooks_ConcurrentClaimsNeverShareADelivery(t *testing.T) {
 		subscribe(t, db, "", "*")
 	}
 	for range 50 {
-		emitEvent(t, db, event.Business(core.NewUUID()))
+		emitEvent(t, db, core.BusinessEvent(core.NewUUID()))
 	}
 	other, err := postgres.New(ctx, db.Pool().Config().ConnString())
 	if err != nil {
@@ -287,9 +290,9 @@ func TestIntegrationWebhooks_SettleRecordsOutcomes(t *testing.T) {
 	db := pgtest.Store(t)
 	hooks := db.Webhooks()
 	sub := subscribe(t, db, "", "*")
-	var evs []event.Event
+	var evs []core.Event
 	for range 4 {
-		evs = append(evs, emitEvent(t, db, event.Business(core.NewUUID())))
+		evs = append(evs, emitEvent(t, db, core.BusinessEvent(core.NewUUID())))
 	}
 	ds, err := hooks.Claim(ctx, nil, 10, time.Minute)
 	if err != nil || len(ds) != 4 {
@@ -322,7 +325,7 @@ func TestIntegrationWebhooks_SettleRecordsOutcomes(t *testing.T) {
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("failed deliveries: %+v %v", recs, err)
 	}
-	if r := recs[0]; r.ID != failed.ID || r.Subscription != sub.ID || r.EventID != evs[2].ID || r.Type != event.BusinessUpdated ||
+	if r := recs[0]; r.ID != failed.ID || r.Subscription != sub.ID || r.EventID != evs[2].ID || r.Type != core.BusinessUpdated ||
 		r.State != event.Failed || r.Attempts != 1 || r.LastStatus != 0 || r.LastError != "timeout" ||
 		!r.OccurredAt.Equal(evs[2].OccurredAt) || r.UpdatedAt.IsZero() {
 		t.Errorf("failed delivery: %+v", r)
@@ -431,7 +434,7 @@ func TestIntegrationWebhooks_ListAndRemove(t *testing.T) {
 		}
 	}
 
-	e := emitEvent(t, db, event.Business(biz))
+	e := emitEvent(t, db, core.BusinessEvent(biz))
 	if got := receivers(t, db, e.ID); len(got) != 2 {
 		t.Fatalf("deliveries before the removal: %v", got)
 	}
@@ -456,9 +459,9 @@ func TestIntegrationWebhooks_StreamClaimsUnpublishedOldestFirst(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.Store(t)
 	hooks := db.Webhooks()
-	var evs []event.Event
+	var evs []core.Event
 	for range 5 {
-		evs = append(evs, emitEvent(t, db, event.Location(event.LocationUpdated, 1, "")))
+		evs = append(evs, emitEvent(t, db, core.LocationEvent(core.LocationUpdated, 1, "")))
 	}
 	var seq int64
 	rows := eventsAfter(t, db, &seq)
@@ -468,7 +471,7 @@ func TestIntegrationWebhooks_StreamClaimsUnpublishedOldestFirst(t *testing.T) {
 		t.Fatalf("first claim: %+v %v", first, err)
 	}
 	for i, m := range first {
-		if m.Seq != rows[i].Seq || m.ID != evs[i].ID || m.Type != event.LocationUpdated || string(m.Body) != string(rows[i].Body) {
+		if m.Seq != rows[i].Seq || m.ID != evs[i].ID || m.Type != core.LocationUpdated || string(m.Body) != string(rows[i].Body) {
 			t.Errorf("message %d: %+v, want %+v", i, m, rows[i])
 		}
 	}
@@ -520,9 +523,9 @@ func TestIntegrationWebhooks_PurgeEventsKeepsRecentAndPendingOnes(t *testing.T) 
 	db := pgtest.Store(t)
 	hooks := db.Webhooks()
 	subscribe(t, db, "", "business.updated")
-	emitBiz := func() string { return emitEvent(t, db, event.Business(core.NewUUID())).ID }
+	emitBiz := func() string { return emitEvent(t, db, core.BusinessEvent(core.NewUUID())).ID }
 	oldDelivered, oldFailed, oldPending, oldUnwanted, sixDays, recent :=
-		emitBiz(), emitBiz(), emitBiz(), emitEvent(t, db, event.Location(event.LocationCreated, 1, "")).ID, emitBiz(), emitBiz()
+		emitBiz(), emitBiz(), emitBiz(), emitEvent(t, db, core.LocationEvent(core.LocationCreated, 1, "")).ID, emitBiz(), emitBiz()
 	for _, u := range []struct {
 		id, state, age string
 	}{
@@ -634,11 +637,11 @@ func TestIntegrationStore_ListenWakesOnCommittedEvents(t *testing.T) {
 		}
 	}
 	wait("at start")
-	if _, err := db.Businesses().Update(context.Background(), b.ID, func(x *business.Business) error { x.Name = "New"; return nil }); err != nil {
+	if err := updateBusiness(db, b.ID, func(x *business.Business) error { x.Name = "New"; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	wait("after a business update")
-	emitEvent(t, db, event.Business(b.ID))
+	emitEvent(t, db, core.BusinessEvent(b.ID))
 	wait("after an event of the outbox")
 
 	// A lost connection is told, and Listen listens again (and calls fn
@@ -659,7 +662,7 @@ func TestIntegrationStore_ListenWakesOnCommittedEvents(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("fn not called after listening again")
 	}
-	emitEvent(t, db, event.Business(b.ID))
+	emitEvent(t, db, core.BusinessEvent(b.ID))
 	wait("after an event, listening again")
 
 	cancel()

@@ -98,7 +98,12 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 			if *limit < 1 || *limit > 10000 {
 				return nil, errors.New("--limit must be 1 to 10000")
 			}
-			return db.Webhooks().Deliveries(ctx, *failed, *limit)
+			recs, err := db.Webhooks().Deliveries(ctx, *failed, *limit)
+			out := make([]deliveryJSON, len(recs))
+			for i, r := range recs {
+				out[i] = toDeliveryJSON(r)
+			}
+			return out, err
 		}
 	default:
 		return fmt.Errorf("unknown admin command %q\n%s", cmd, adminUsage)
@@ -153,6 +158,27 @@ func toWebhookJSON(s event.Subscription) webhookJSON {
 		w.BusinessID = &s.BusinessID
 	}
 	return w
+}
+
+// deliveryJSON is a delivery as webhook-deliveries prints it.
+type deliveryJSON struct {
+	ID            int64      `json:"id"`
+	Subscription  string     `json:"subscriptionId"`
+	EventID       string     `json:"eventId"`
+	Type          string     `json:"type"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	LastStatus    int        `json:"lastStatus,omitempty"`
+	LastError     string     `json:"lastError,omitempty"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	OccurredAt    time.Time  `json:"occurredAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+}
+
+func toDeliveryJSON(r event.DeliveryRecord) deliveryJSON {
+	return deliveryJSON{ID: r.ID, Subscription: r.Subscription, EventID: r.EventID, Type: string(r.Type),
+		State: string(r.State), Attempts: r.Attempts, LastStatus: r.LastStatus, LastError: r.LastError,
+		NextAttemptAt: r.NextAttemptAt, OccurredAt: r.OccurredAt, UpdatedAt: r.UpdatedAt}
 }
 
 // addWebhook checks and stores a subscription, and returns its id and

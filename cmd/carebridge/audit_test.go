@@ -132,6 +132,7 @@ func TestIntegrationAuditCommand_ListsAndVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go l.Run()
 	now := time.Now()
 	const business = "6f1c2a9e-0d4b-4e8a-9c3f-5b7d1e2a4c60"
 	events := []audit.Event{

@@ -134,7 +134,7 @@ func reloadEHR(getenv env, a ehrReloader, log *slog.Logger) {
 		err = a.ReloadEHR(cfg)
 	}
 	if err != nil {
-		log.Error("EHR systems file refused; the systems in force stay", "err", oneLine(err))
+		log.Error("EHR systems file refused; the systems in force stay", "error", oneLine(err))
 		return
 	}
 	names := make([]string, len(cfg.Systems))

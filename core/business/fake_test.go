@@ -44,6 +44,9 @@ type fixture struct {
 	providers  *ProviderRepoMock
 	hours      *HoursRepoMock
 	logos      *LogosMock
+	tx         *TransactorMock
+	// events are those of the transactions that committed, in order.
+	events []core.Event
 
 	bizs      map[string]Business
 	mems      map[string][]Member // by business, oldest first
@@ -278,8 +281,24 @@ func newFixture(t *testing.T) *fixture {
 			return nil
 		},
 	}
-	f.svc = NewService(f.businesses, f.members, f.locations, f.providers, f.hours, f.logos)
+	f.tx = &TransactorMock{WithinTxFunc: func(ctx context.Context, fn func(context.Context, Repos) error) error {
+		o := &outbox{}
+		if err := fn(ctx, Repos{Businesses: f.businesses, Locations: f.locations, Hours: f.hours, Outbox: o}); err != nil {
+			return err
+		}
+		f.events = append(f.events, o.events...)
+		return nil
+	}}
+	f.svc = NewService(f.businesses, f.members, f.locations, f.providers, f.hours, f.logos, f.tx)
 	return f
+}
+
+// outbox keeps the events of one transaction.
+type outbox struct{ events []core.Event }
+
+func (o *outbox) Emit(_ context.Context, e core.Event) error {
+	o.events = append(o.events, e)
+	return nil
 }
 
 // as returns a context whose caller is subject.

@@ -6,7 +6,7 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-//go:generate go tool moq -rm -out ports_moq_test.go . BusinessRepo MemberRepo LocationRepo ProviderRepo HoursRepo Logos
+//go:generate go tool moq -rm -out ports_moq_test.go . BusinessRepo MemberRepo LocationRepo ProviderRepo HoursRepo Logos Transactor
 
 // BusinessRepo keeps businesses.
 type BusinessRepo interface {
@@ -78,6 +78,20 @@ type HoursRepo interface {
 	Update(ctx context.Context, h Hours) (Hours, error)
 	// Delete removes entry id; a missing one is ErrHoursNotFound.
 	Delete(ctx context.Context, id int64) error
+}
+
+// Transactor runs a change and its events as one transaction: fn's
+// writes through r, events included, commit together or not at all.
+type Transactor interface {
+	WithinTx(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// Repos are the repositories of one transaction.
+type Repos struct {
+	Businesses BusinessRepo
+	Locations  LocationRepo
+	Hours      HoursRepo
+	Outbox     core.Outbox
 }
 
 // Logos stores location logos as blob entries in container images; app

@@ -23,11 +23,13 @@ type Service struct {
 	providers  ProviderRepo
 	hours      HoursRepo
 	logos      Logos
+	tx         Transactor
 }
 
-// NewService returns the business core.
-func NewService(businesses BusinessRepo, members MemberRepo, locations LocationRepo, providers ProviderRepo, hours HoursRepo, logos Logos) *Service {
-	return &Service{businesses: businesses, members: members, locations: locations, providers: providers, hours: hours, logos: logos}
+// NewService returns the business core. Changes go through tx, with their
+// events; the repositories serve the reads.
+func NewService(businesses BusinessRepo, members MemberRepo, locations LocationRepo, providers ProviderRepo, hours HoursRepo, logos Logos, tx Transactor) *Service {
+	return &Service{businesses: businesses, members: members, locations: locations, providers: providers, hours: hours, logos: logos, tx: tx}
 }
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -122,10 +124,22 @@ func (s *Service) EditBusiness(ctx context.Context, id string, e BusinessEdit) (
 	if err := e.validate(); err != nil {
 		return Business{}, err
 	}
-	return s.businesses.Update(ctx, strings.ToLower(id), func(b *Business) error {
-		e.apply(b)
-		return nil
+	var stored Business
+	err := s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		var err error
+		stored, err = r.Businesses.Update(ctx, strings.ToLower(id), func(b *Business) error {
+			e.apply(b)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, core.BusinessEvent(stored.ID))
 	})
+	if err != nil {
+		return Business{}, err
+	}
+	return stored, nil
 }
 
 // Locations returns the locations of business id.
@@ -158,7 +172,13 @@ func (s *Service) CreateLocation(ctx context.Context, businessID string, in Loca
 			return Location{}, fmt.Errorf("store logo: %w", err)
 		}
 	}
-	if err := s.locations.Create(ctx, &l); err != nil {
+	err = s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		if err := r.Locations.Create(ctx, &l); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, core.LocationEvent(core.LocationCreated, l.ID, l.BusinessID))
+	})
+	if err != nil {
 		s.removeLogo(ctx, l.LogoBlobID)
 		return Location{}, err
 	}
@@ -185,12 +205,20 @@ func (s *Service) UpdateLocation(ctx context.Context, id int64, in LocationInput
 			return Location{}, fmt.Errorf("store logo: %w", err)
 		}
 	}
-	l, err := s.locations.Update(ctx, id, func(l *Location) error {
-		in.apply(l)
-		if newLogo != 0 {
-			oldLogo, l.LogoBlobID = l.LogoBlobID, newLogo
+	var l Location
+	err := s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		var err error
+		l, err = r.Locations.Update(ctx, id, func(l *Location) error {
+			in.apply(l)
+			if newLogo != 0 {
+				oldLogo, l.LogoBlobID = l.LogoBlobID, newLogo
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
+		return r.Outbox.Emit(ctx, core.LocationEvent(core.LocationUpdated, id, l.BusinessID))
 	})
 	if err != nil {
 		s.removeLogo(ctx, newLogo)
@@ -244,7 +272,8 @@ func (s *Service) Hours(ctx context.Context, locationID int64) ([]Hours, error) 
 // AddHours adds entries to location id: all of them or none. A day given
 // twice, or one the location already has, is a conflict.
 func (s *Service) AddHours(ctx context.Context, locationID int64, in []HoursInput) ([]Hours, error) {
-	if _, err := s.managedLocation(ctx, locationID); err != nil {
+	l, err := s.managedLocation(ctx, locationID)
+	if err != nil {
 		return nil, err
 	}
 	if len(in) == 0 {
@@ -268,12 +297,23 @@ func (s *Service) AddHours(ctx context.Context, locationID int64, in []HoursInpu
 		}
 		seen[h.Day] = true
 	}
-	return s.hours.Add(ctx, locationID, hs)
+	var added []Hours
+	err = s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		var err error
+		if added, err = r.Hours.Add(ctx, locationID, hs); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, core.LocationEvent(core.OperatingHoursChanged, locationID, l.BusinessID))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return added, nil
 }
 
 // UpdateHours changes entry id.
 func (s *Service) UpdateHours(ctx context.Context, id int64, in HoursInput) (Hours, error) {
-	cur, err := s.managedHours(ctx, id)
+	cur, l, err := s.managedHours(ctx, id)
 	if err != nil {
 		return Hours{}, err
 	}
@@ -283,41 +323,60 @@ func (s *Service) UpdateHours(ctx context.Context, id int64, in HoursInput) (Hou
 		return Hours{}, err
 	}
 	h.ID, h.LocationID = cur.ID, cur.LocationID
-	return s.hours.Update(ctx, h)
+	var stored Hours
+	err = s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		var err error
+		if stored, err = r.Hours.Update(ctx, h); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, core.LocationEvent(core.OperatingHoursChanged, stored.LocationID, l.BusinessID))
+	})
+	if err != nil {
+		return Hours{}, err
+	}
+	return stored, nil
 }
 
 // DeleteHours removes entry id.
 func (s *Service) DeleteHours(ctx context.Context, id int64) error {
-	if _, err := s.managedHours(ctx, id); err != nil {
+	h, l, err := s.managedHours(ctx, id)
+	if err != nil {
 		return err
 	}
-	return s.hours.Delete(ctx, id)
+	return s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		if err := r.Hours.Delete(ctx, id); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, core.LocationEvent(core.OperatingHoursChanged, h.LocationID, l.BusinessID))
+	})
 }
 
-// managedHours loads entry id when the caller may change its location.
-func (s *Service) managedHours(ctx context.Context, id int64) (Hours, error) {
+// managedHours loads entry id, and its location, when the caller may
+// change that location.
+func (s *Service) managedHours(ctx context.Context, id int64) (Hours, Location, error) {
 	if _, ok := core.ActorFrom(ctx); !ok {
-		return Hours{}, core.ErrUnauthenticated
+		return Hours{}, Location{}, core.ErrUnauthenticated
 	}
 	if id <= 0 {
-		return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+		return Hours{}, Location{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
 	}
 	h, err := s.hours.Get(ctx, id)
 	if errors.Is(err, ErrHoursNotFound) {
-		return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+		return Hours{}, Location{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
 	}
 	if err != nil {
-		return Hours{}, err
+		return Hours{}, Location{}, err
 	}
-	if _, err := s.managedLocation(ctx, h.LocationID); err != nil {
+	l, err := s.managedLocation(ctx, h.LocationID)
+	if err != nil {
 		// Another business's entry is reported as missing; a failed
 		// lookup or a staff member's request is not.
 		if errors.Is(err, ErrLocationNotFound) {
-			return Hours{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
+			return Hours{}, Location{}, ErrHoursNotFound.WithMessage("Operating hours entry %d not found", id)
 		}
-		return Hours{}, err
+		return Hours{}, Location{}, err
 	}
-	return h, nil
+	return h, l, nil
 }
 
 // CreateBusiness creates a business whose first owner member is owner

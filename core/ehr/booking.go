@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/core"
-	"github.com/carebridge/carebridge/core/event"
 )
 
 // Booking rules of the contract.
@@ -36,6 +35,7 @@ type Integration struct {
 	idem        IdempotencyStore
 	bookings    BookingLog
 	counter     Counter
+	tx          Transactor
 	fpKeys      [][]byte // key the Idempotency-Key fingerprints: the first makes them, all match
 	rateLimit   int
 	settleAfter time.Duration
@@ -63,9 +63,10 @@ type IntegrationConfig struct {
 // asked once a call; it may be none when the EHR systems file names no
 // integration EHR (every call is then ErrNoIntegration). Bookings hold their agent's time in holds while the EHR
 // answers and are recorded in bookings (or with their Idempotency-Key's
-// outcome in idem); counter counts patient-context calls for the rate limit.
-func NewIntegration(systems Systems, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, cfg IntegrationConfig) *Integration {
-	return &Integration{systems: systems, holds: holds, idem: idem, bookings: bookings, counter: counter,
+// outcome in idem), through tx with their events; counter counts
+// patient-context calls for the rate limit.
+func NewIntegration(systems Systems, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, tx Transactor, cfg IntegrationConfig) *Integration {
+	return &Integration{systems: systems, holds: holds, idem: idem, bookings: bookings, counter: counter, tx: tx,
 		fpKeys: cfg.FingerprintKeys, rateLimit: cfg.RateLimit, settleAfter: cmp.Or(cfg.SettleAfter, unknownSettle), now: time.Now}
 }
 
@@ -86,8 +87,8 @@ const MaxFutureAppointments = 20
 
 // appointmentEvent is the event of type t about a, as the EHR confirmed it.
 // The event belongs to business, the acting business of the call.
-func appointmentEvent(t event.Type, a Appointment, business string) event.Event {
-	return event.Appointment(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End, business)
+func appointmentEvent(t core.EventType, a Appointment, business string) core.Event {
+	return core.AppointmentEvent(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End, business)
 }
 
 // ErrAppointmentRateLimited is a patient-context caller past its
@@ -333,12 +334,18 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 	return Booked{Appointment: a}, nil
 }
 
-// complete stores an Idempotency-Key's outcome (and the booking, when b is
-// set) and returns answer, the request's own result.
-func (s *Integration) complete(ctx context.Context, subject, key string, out outcome, b *Booking, answer error) error {
+// complete stores an Idempotency-Key's outcome (and, in the same
+// transaction, what also writes, when set) and returns answer, the
+// request's own result.
+func (s *Integration) complete(ctx context.Context, subject, key string, out outcome, also func(context.Context, Repos) error, answer error) error {
 	raw, err := json.Marshal(out)
 	if err == nil {
-		err = s.idem.Complete(context.WithoutCancel(ctx), subject, key, raw, b)
+		err = s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
+			if err := r.Idempotency.Complete(ctx, subject, key, raw); err != nil || also == nil {
+				return err
+			}
+			return also(ctx, r)
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("store idempotent outcome: %w", err)
@@ -499,12 +506,19 @@ func (s *Integration) create(ctx context.Context, sch Scheduler, h Hold, a Appoi
 // Idempotency-Key's outcome when it has one, in one transaction, with its
 // event.
 func (s *Integration) settle(ctx context.Context, h Hold, a Appointment) error {
-	b := Booking{Subject: h.Subject, Business: h.Business, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID,
-		Event: appointmentEvent(event.AppointmentBooked, a, h.Business)}
-	if h.IdempotencyKey != "" {
-		return s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{AppointmentID: a.ID, Status: string(a.Status)}, &b, nil)
+	b := Booking{Subject: h.Subject, Business: h.Business, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID}
+	e := appointmentEvent(core.AppointmentBooked, a, h.Business)
+	record := func(ctx context.Context, r Repos) error {
+		recorded, err := r.Bookings.Record(ctx, b)
+		if err != nil || !recorded { // a booking recorded again emits nothing
+			return err
+		}
+		return r.Outbox.Emit(ctx, e)
 	}
-	if err := s.bookings.Record(context.WithoutCancel(ctx), b); err != nil {
+	if h.IdempotencyKey != "" {
+		return s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{AppointmentID: a.ID, Status: string(a.Status)}, record, nil)
+	}
+	if err := s.tx.WithinTx(context.WithoutCancel(ctx), record); err != nil {
 		return fmt.Errorf("record booking %s: %w", a.ID, err)
 	}
 	return nil
@@ -622,14 +636,20 @@ func (s *Integration) Cancel(ctx context.Context, id, reason string) (Appointmen
 	if err != nil {
 		return Appointment{}, err
 	}
-	return cancelled, s.changed(ctx, event.AppointmentCancelled, cancelled, c.business)
+	return cancelled, s.changed(ctx, core.AppointmentCancelled, cancelled, c.business)
 }
 
 // changed notes a move or a cancellation the EHR confirmed in the booking
 // record and writes its event. The change is made: when this fails the
 // caller is told (an error), since other systems will not hear of it.
-func (s *Integration) changed(ctx context.Context, t event.Type, a Appointment, business string) error {
-	if err := s.bookings.Changed(context.WithoutCancel(ctx), business, a.ID, a.Start, a.Status == StatusCancelled, appointmentEvent(t, a, business)); err != nil {
+func (s *Integration) changed(ctx context.Context, t core.EventType, a Appointment, business string) error {
+	err := s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
+		if err := r.Bookings.Changed(ctx, business, a.ID, a.Start, a.Status == StatusCancelled); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, appointmentEvent(t, a, business))
+	})
+	if err != nil {
 		return fmt.Errorf("write %s event of appointment %s: %w", t, a.ID, err)
 	}
 	return nil
@@ -670,7 +690,7 @@ func (s *Integration) Reschedule(ctx context.Context, id, startS, endS string) (
 	if err != nil {
 		return Appointment{}, err
 	}
-	return moved, s.changed(ctx, event.AppointmentRescheduled, moved, c.business)
+	return moved, s.changed(ctx, core.AppointmentRescheduled, moved, c.business)
 }
 
 // mayChange checks that the caller may cancel or reschedule appointment

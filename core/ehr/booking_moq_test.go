@@ -5,7 +5,6 @@ package ehr
 
 import (
 	"context"
-	"github.com/carebridge/carebridge/core/event"
 	"sync"
 	"time"
 )
@@ -325,7 +324,7 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error) {
 //				panic("mock out the Claim method")
 //			},
-//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error {
+//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome []byte) error {
 //				panic("mock out the Complete method")
 //			},
 //			ReleaseFunc: func(ctx context.Context, subject string, key string) error {
@@ -342,7 +341,7 @@ type IdempotencyStoreMock struct {
 	ClaimFunc func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error)
 
 	// CompleteFunc mocks the Complete method.
-	CompleteFunc func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error
+	CompleteFunc func(ctx context.Context, subject string, key string, outcome []byte) error
 
 	// ReleaseFunc mocks the Release method.
 	ReleaseFunc func(ctx context.Context, subject string, key string) error
@@ -370,8 +369,6 @@ type IdempotencyStoreMock struct {
 			Key string
 			// Outcome is the outcome argument value.
 			Outcome []byte
-			// Booking is the booking argument value.
-			Booking *Booking
 		}
 		// Release holds details about calls to the Release method.
 		Release []struct {
@@ -433,7 +430,7 @@ func (mock *IdempotencyStoreMock) ClaimCalls() []struct {
 }
 
 // Complete calls CompleteFunc.
-func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error {
+func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome []byte) error {
 	if mock.CompleteFunc == nil {
 		panic("IdempotencyStoreMock.CompleteFunc: method is nil but IdempotencyStore.Complete was just called")
 	}
@@ -442,18 +439,16 @@ func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, 
 		Subject string
 		Key     string
 		Outcome []byte
-		Booking *Booking
 	}{
 		Ctx:     ctx,
 		Subject: subject,
 		Key:     key,
 		Outcome: outcome,
-		Booking: booking,
 	}
 	mock.lockComplete.Lock()
 	mock.calls.Complete = append(mock.calls.Complete, callInfo)
 	mock.lockComplete.Unlock()
-	return mock.CompleteFunc(ctx, subject, key, outcome, booking)
+	return mock.CompleteFunc(ctx, subject, key, outcome)
 }
 
 // CompleteCalls gets all the calls that were made to Complete.
@@ -465,14 +460,12 @@ func (mock *IdempotencyStoreMock) CompleteCalls() []struct {
 	Subject string
 	Key     string
 	Outcome []byte
-	Booking *Booking
 } {
 	var calls []struct {
 		Ctx     context.Context
 		Subject string
 		Key     string
 		Outcome []byte
-		Booking *Booking
 	}
 	mock.lockComplete.RLock()
 	calls = mock.calls.Complete
@@ -533,13 +526,13 @@ var _ BookingLog = &BookingLogMock{}
 //			BookedByFunc: func(ctx context.Context, subject string, business string) ([]string, error) {
 //				panic("mock out the BookedBy method")
 //			},
-//			ChangedFunc: func(ctx context.Context, business string, id string, start time.Time, cancelled bool, e event.Event) error {
+//			ChangedFunc: func(ctx context.Context, business string, id string, start time.Time, cancelled bool) error {
 //				panic("mock out the Changed method")
 //			},
 //			IsBookedByFunc: func(ctx context.Context, subject string, business string, id string) (bool, error) {
 //				panic("mock out the IsBookedBy method")
 //			},
-//			RecordFunc: func(ctx context.Context, b Booking) error {
+//			RecordFunc: func(ctx context.Context, b Booking) (bool, error) {
 //				panic("mock out the Record method")
 //			},
 //		}
@@ -553,13 +546,13 @@ type BookingLogMock struct {
 	BookedByFunc func(ctx context.Context, subject string, business string) ([]string, error)
 
 	// ChangedFunc mocks the Changed method.
-	ChangedFunc func(ctx context.Context, business string, id string, start time.Time, cancelled bool, e event.Event) error
+	ChangedFunc func(ctx context.Context, business string, id string, start time.Time, cancelled bool) error
 
 	// IsBookedByFunc mocks the IsBookedBy method.
 	IsBookedByFunc func(ctx context.Context, subject string, business string, id string) (bool, error)
 
 	// RecordFunc mocks the Record method.
-	RecordFunc func(ctx context.Context, b Booking) error
+	RecordFunc func(ctx context.Context, b Booking) (bool, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -584,8 +577,6 @@ type BookingLogMock struct {
 			Start time.Time
 			// Cancelled is the cancelled argument value.
 			Cancelled bool
-			// E is the e argument value.
-			E event.Event
 		}
 		// IsBookedBy holds details about calls to the IsBookedBy method.
 		IsBookedBy []struct {
@@ -653,7 +644,7 @@ func (mock *BookingLogMock) BookedByCalls() []struct {
 }
 
 // Changed calls ChangedFunc.
-func (mock *BookingLogMock) Changed(ctx context.Context, business string, id string, start time.Time, cancelled bool, e event.Event) error {
+func (mock *BookingLogMock) Changed(ctx context.Context, business string, id string, start time.Time, cancelled bool) error {
 	if mock.ChangedFunc == nil {
 		panic("BookingLogMock.ChangedFunc: method is nil but BookingLog.Changed was just called")
 	}
@@ -663,19 +654,17 @@ func (mock *BookingLogMock) Changed(ctx context.Context, business string, id str
 		ID        string
 		Start     time.Time
 		Cancelled bool
-		E         event.Event
 	}{
 		Ctx:       ctx,
 		Business:  business,
 		ID:        id,
 		Start:     start,
 		Cancelled: cancelled,
-		E:         e,
 	}
 	mock.lockChanged.Lock()
 	mock.calls.Changed = append(mock.calls.Changed, callInfo)
 	mock.lockChanged.Unlock()
-	return mock.ChangedFunc(ctx, business, id, start, cancelled, e)
+	return mock.ChangedFunc(ctx, business, id, start, cancelled)
 }
 
 // ChangedCalls gets all the calls that were made to Changed.
@@ -688,7 +677,6 @@ func (mock *BookingLogMock) ChangedCalls() []struct {
 	ID        string
 	Start     time.Time
 	Cancelled bool
-	E         event.Event
 } {
 	var calls []struct {
 		Ctx       context.Context
@@ -696,7 +684,6 @@ func (mock *BookingLogMock) ChangedCalls() []struct {
 		ID        string
 		Start     time.Time
 		Cancelled bool
-		E         event.Event
 	}
 	mock.lockChanged.RLock()
 	calls = mock.calls.Changed
@@ -749,7 +736,7 @@ func (mock *BookingLogMock) IsBookedByCalls() []struct {
 }
 
 // Record calls RecordFunc.
-func (mock *BookingLogMock) Record(ctx context.Context, b Booking) error {
+func (mock *BookingLogMock) Record(ctx context.Context, b Booking) (bool, error) {
 	if mock.RecordFunc == nil {
 		panic("BookingLogMock.RecordFunc: method is nil but BookingLog.Record was just called")
 	}
@@ -859,5 +846,77 @@ func (mock *CounterMock) IncrCalls() []struct {
 	mock.lockIncr.RLock()
 	calls = mock.calls.Incr
 	mock.lockIncr.RUnlock()
+	return calls
+}
+
+// Ensure, that TransactorMock does implement Transactor.
+// If this is not the case, regenerate this file with moq.
+var _ Transactor = &TransactorMock{}
+
+// TransactorMock is a mock implementation of Transactor.
+//
+//	func TestSomethingThatUsesTransactor(t *testing.T) {
+//
+//		// make and configure a mocked Transactor
+//		mockedTransactor := &TransactorMock{
+//			WithinTxFunc: func(ctx context.Context, fn func(ctx context.Context, r Repos) error) error {
+//				panic("mock out the WithinTx method")
+//			},
+//		}
+//
+//		// use mockedTransactor in code that requires Transactor
+//		// and then make assertions.
+//
+//	}
+type TransactorMock struct {
+	// WithinTxFunc mocks the WithinTx method.
+	WithinTxFunc func(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// WithinTx holds details about calls to the WithinTx method.
+		WithinTx []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Fn is the fn argument value.
+			Fn func(ctx context.Context, r Repos) error
+		}
+	}
+	lockWithinTx sync.RWMutex
+}
+
+// WithinTx calls WithinTxFunc.
+func (mock *TransactorMock) WithinTx(ctx context.Context, fn func(ctx context.Context, r Repos) error) error {
+	if mock.WithinTxFunc == nil {
+		panic("TransactorMock.WithinTxFunc: method is nil but Transactor.WithinTx was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		Fn  func(ctx context.Context, r Repos) error
+	}{
+		Ctx: ctx,
+		Fn:  fn,
+	}
+	mock.lockWithinTx.Lock()
+	mock.calls.WithinTx = append(mock.calls.WithinTx, callInfo)
+	mock.lockWithinTx.Unlock()
+	return mock.WithinTxFunc(ctx, fn)
+}
+
+// WithinTxCalls gets all the calls that were made to WithinTx.
+// Check the length with:
+//
+//	len(mockedTransactor.WithinTxCalls())
+func (mock *TransactorMock) WithinTxCalls() []struct {
+	Ctx context.Context
+	Fn  func(ctx context.Context, r Repos) error
+} {
+	var calls []struct {
+		Ctx context.Context
+		Fn  func(ctx context.Context, r Repos) error
+	}
+	mock.lockWithinTx.RLock()
+	calls = mock.calls.WithinTx
+	mock.lockWithinTx.RUnlock()
 	return calls
 }

@@ -5,10 +5,9 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/core"
-	"github.com/carebridge/carebridge/core/event"
 )
 
-//go:generate go tool moq -rm -out booking_moq_test.go . Holds IdempotencyStore BookingLog Counter
+//go:generate go tool moq -rm -out booking_moq_test.go . Holds IdempotencyStore BookingLog Counter Transactor
 
 // Hold is a booking or a move under way in the EHR: the agent's time it
 // claims, and for a booking its record before the EHR is called.
@@ -79,9 +78,6 @@ type Booking struct {
 	// HoldID is the hold the booking settles; it is removed with the
 	// record.
 	HoldID string
-	// Event is the appointment.booked event of the booking, written with
-	// the record (a booking recorded again emits nothing).
-	Event event.Event
 }
 
 // IdempotencyStore keeps the outcome of each Idempotency-Key per caller.
@@ -97,27 +93,39 @@ type IdempotencyStore interface {
 	// A key reused for another request is ErrIdempotencyKeyReused; one
 	// whose first request is still running is ErrIdempotencyInProgress.
 	Claim(ctx context.Context, subject, key string, fingerprints []string) (outcome []byte, done bool, err error)
-	// Complete stores the outcome of a claimed key and, when booking is not
-	// nil, records the booking, in one transaction.
-	Complete(ctx context.Context, subject, key string, outcome []byte, booking *Booking) error
+	// Complete stores the outcome of a claimed key.
+	Complete(ctx context.Context, subject, key string, outcome []byte) error
 	// Release forgets a claimed key, so the request may be sent again.
 	Release(ctx context.Context, subject, key string) error
 }
 
 // BookingLog keeps who booked which appointment, across every instance.
 type BookingLog interface {
-	// Record stores b, removes its hold and writes its event, in one
-	// transaction; recording it again changes nothing.
-	Record(ctx context.Context, b Booking) error
+	// Record stores b and removes its hold, in one transaction, and
+	// reports whether b is new: recording it again changes nothing.
+	Record(ctx context.Context, b Booking) (recorded bool, err error)
 	// Changed notes that the EHR of business moved or cancelled appointment
-	// id (start, cancelled) and writes e, in one transaction.
-	Changed(ctx context.Context, business, id string, start time.Time, cancelled bool, e event.Event) error
+	// id (start, cancelled).
+	Changed(ctx context.Context, business, id string, start time.Time, cancelled bool) error
 	// BookedBy returns the ids of the appointments subject booked acting
 	// for business, oldest first.
 	BookedBy(ctx context.Context, subject, business string) ([]string, error)
 	// IsBookedBy reports whether subject booked appointment id acting for
 	// business.
 	IsBookedBy(ctx context.Context, subject, business, id string) (bool, error)
+}
+
+// Transactor runs a change and its events as one transaction: fn's
+// writes through r, events included, commit together or not at all.
+type Transactor interface {
+	WithinTx(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// Repos are the repositories of one transaction.
+type Repos struct {
+	Idempotency IdempotencyStore
+	Bookings    BookingLog
+	Outbox      core.Outbox
 }
 
 // Counter counts calls in fixed windows, for rate limits (the search

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/core"
-	"github.com/carebridge/carebridge/core/event"
 )
 
 // calendar is an in-memory Scheduler through the moq mock: agents free
@@ -231,19 +230,21 @@ func (l *memBookingLog) future(sub string, now time.Time) int {
 func memBookings() *memBookingLog {
 	l := &memBookingLog{by: map[string][]string{}, start: map[string]time.Time{}, gone: map[string]bool{}}
 	l.BookingLogMock = &BookingLogMock{
-		RecordFunc: func(_ context.Context, b Booking) error {
+		RecordFunc: func(_ context.Context, b Booking) (bool, error) {
 			if b.HoldID != "" && l.holds != nil {
 				l.holds.ReleaseFunc(context.Background(), b.HoldID)
 			}
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if by := scoped(b.Subject, b.Business); !slices.Contains(l.by[by], b.AppointmentID) {
-				l.by[by] = append(l.by[by], b.AppointmentID)
-				l.start[b.AppointmentID] = b.Start
+			by := scoped(b.Subject, b.Business)
+			if slices.Contains(l.by[by], b.AppointmentID) {
+				return false, nil
 			}
-			return nil
+			l.by[by] = append(l.by[by], b.AppointmentID)
+			l.start[b.AppointmentID] = b.Start
+			return true, nil
 		},
-		ChangedFunc: func(_ context.Context, _, id string, start time.Time, cancelled bool, _ event.Event) error {
+		ChangedFunc: func(_ context.Context, _, id string, start time.Time, cancelled bool) error {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.start[id], l.gone[id] = start, cancelled
@@ -275,9 +276,8 @@ func memCounter() *CounterMock {
 	}}
 }
 
-// memIdempotency is an IdempotencyStore in memory that records bookings in
-// log, as the PostgreSQL store does in its transaction.
-func memIdempotency(log *memBookingLog) *IdempotencyStoreMock {
+// memIdempotency is an IdempotencyStore in memory.
+func memIdempotency() *IdempotencyStoreMock {
 	var mu sync.Mutex
 	type entry struct {
 		fp   string
@@ -301,14 +301,11 @@ func memIdempotency(log *memBookingLog) *IdempotencyStoreMock {
 			}
 			return e.out, true, nil
 		},
-		CompleteFunc: func(_ context.Context, sub, key string, out []byte, b *Booking) error {
+		CompleteFunc: func(_ context.Context, sub, key string, out []byte) error {
 			mu.Lock()
 			defer mu.Unlock()
 			e := m[sub+"\x00"+key]
 			e.out, e.done = out, true
-			if b != nil {
-				log.RecordFunc(context.Background(), *b)
-			}
 			return nil
 		},
 		ReleaseFunc: func(_ context.Context, sub, key string) error {
@@ -336,7 +333,8 @@ func integrationWith(c Scheduler, cfg IntegrationConfig) *Integration {
 	log := memBookings()
 	holds := newMemHolds(log, func() time.Time { return nowTest })
 	log.holds = holds
-	s := NewIntegration(FixedSystems{Integration: c}, holds, memIdempotency(log), log, memCounter(), cfg)
+	idem := memIdempotency()
+	s := NewIntegration(FixedSystems{Integration: c}, holds, idem, log, memCounter(), &memTx{idem: idem, bookings: log}, cfg)
 	s.now = func() time.Time { return nowTest }
 	return s
 }
@@ -704,7 +702,7 @@ func TestReconcile_RecordsWhatTheEHRHoldsAndReleasesTheRest(t *testing.T) {
 	if len(ids) != 1 {
 		t.Fatalf("booked by u: %v", ids)
 	}
-	if got := eventsOf(s); len(got) != 1 || got[0].Type != event.AppointmentBooked {
+	if got := eventsOf(s); len(got) != 1 || got[0].Type != core.AppointmentBooked {
 		t.Fatalf("events: %+v", got)
 	}
 	// The key's repeat answers the appointment now, without the EHR's create.
@@ -923,11 +921,11 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	if err := json.Unmarshal(stored.Outcome, &out); err != nil || out["appointmentId"] != first.Appointment.ID || out["status"] != "booked" || len(out) != 2 {
 		t.Fatalf("outcome %s (%v): want only the id and status", stored.Outcome, err)
 	}
-	if stored.Booking == nil || stored.Booking.Subject != "u" || stored.Booking.AppointmentID != first.Appointment.ID {
-		t.Fatalf("booking recorded with the outcome: %+v", stored.Booking)
+	if recs := s.bookings.(*memBookingLog).RecordCalls(); len(recs) != 1 || recs[0].B.Subject != "u" || recs[0].B.AppointmentID != first.Appointment.ID {
+		t.Fatalf("booking recorded with the outcome: %+v", recs)
 	}
 	// The fingerprint is keyed: another key gives another one.
-	other := NewIntegration(FixedSystems{Integration: c}, s.holds, idem, s.bookings, s.counter, IntegrationConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
+	other := NewIntegration(FixedSystems{Integration: c}, s.holds, idem, s.bookings, s.counter, s.tx, IntegrationConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
 	if other.fingerprints("u", "", r)[0] == fp || s.fingerprints("u", "", r)[0] != fp || s.fingerprints("v", "", r)[0] == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}
@@ -1059,7 +1057,7 @@ func TestBook_BookedButNotRecordedIsRecordedByTheRepeat(t *testing.T) {
 	idem := s.idem.(*IdempotencyStoreMock)
 	complete := idem.CompleteFunc
 	down := errors.New("database gone")
-	idem.CompleteFunc = func(context.Context, string, string, []byte, *Booking) error { return down }
+	idem.CompleteFunc = func(context.Context, string, string, []byte) error { return down }
 	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
 	r.IdempotencyKey = "k"
 	if _, err := s.Book(caller("u"), r); !errors.Is(err, down) {

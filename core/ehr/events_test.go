@@ -4,29 +4,57 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/carebridge/carebridge/core/event"
+	"github.com/carebridge/carebridge/core"
 )
 
-// eventsOf returns the appointment events the integration wrote, through
-// the booking record and the idempotency outcome as well as Events.
-func eventsOf(s *Integration) []event.Event {
-	var out []event.Event
-	for _, c := range s.bookings.(*memBookingLog).RecordCalls() {
-		out = append(out, c.B.Event)
+// memTx is a Transactor over the in-memory stores of a test: the events
+// a transaction emits are kept when it succeeds.
+type memTx struct {
+	idem     IdempotencyStore
+	bookings BookingLog
+	mu       sync.Mutex
+	events   []core.Event
+	// emit, when set, is what Emit returns (a failing outbox).
+	emit error
+}
+
+func (m *memTx) WithinTx(ctx context.Context, fn func(context.Context, Repos) error) error {
+	o := &memOutbox{err: m.emit}
+	if err := fn(ctx, Repos{Idempotency: m.idem, Bookings: m.bookings, Outbox: o}); err != nil {
+		return err
 	}
-	for _, c := range s.idem.(*IdempotencyStoreMock).CompleteCalls() {
-		if c.Booking != nil {
-			out = append(out, c.Booking.Event)
-		}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, o.events...)
+	return nil
+}
+
+type memOutbox struct {
+	events []core.Event
+	err    error
+}
+
+func (o *memOutbox) Emit(_ context.Context, e core.Event) error {
+	if o.err != nil {
+		return o.err
 	}
-	for _, c := range s.bookings.(*memBookingLog).ChangedCalls() {
-		out = append(out, c.E)
-	}
-	return out
+	o.events = append(o.events, e)
+	return nil
+}
+
+// eventsOf returns the appointment events the integration committed.
+func eventsOf(s *Integration) []core.Event {
+	m := s.tx.(*memTx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.events)
 }
 
 func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
@@ -63,30 +91,27 @@ func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 
 	got := eventsOf(s)
 	want := []struct {
-		typ    event.Type
+		typ    core.EventType
 		id     string
 		status string
 		start  time.Time
 	}{
-		{event.AppointmentBooked, plain.Appointment.ID, "booked", time.Date(2030, 3, 4, 17, 0, 0, 0, time.UTC)},
-		{event.AppointmentBooked, b.Appointment.ID, "booked", time.Date(2030, 3, 4, 15, 0, 0, 0, time.UTC)},
-		{event.AppointmentRescheduled, b.Appointment.ID, "booked", time.Date(2030, 3, 4, 16, 0, 0, 0, time.UTC)},
-		{event.AppointmentCancelled, plain.Appointment.ID, "cancelled", time.Date(2030, 3, 4, 17, 0, 0, 0, time.UTC)},
+		{core.AppointmentBooked, b.Appointment.ID, "booked", time.Date(2030, 3, 4, 15, 0, 0, 0, time.UTC)},
+		{core.AppointmentBooked, plain.Appointment.ID, "booked", time.Date(2030, 3, 4, 17, 0, 0, 0, time.UTC)},
+		{core.AppointmentRescheduled, b.Appointment.ID, "booked", time.Date(2030, 3, 4, 16, 0, 0, 0, time.UTC)},
+		{core.AppointmentCancelled, plain.Appointment.ID, "cancelled", time.Date(2030, 3, 4, 17, 0, 0, 0, time.UTC)},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d events, want %d: %+v", len(got), len(want), got)
 	}
 	for i, w := range want {
 		e := got[i]
-		d, ok := e.Data.(event.AppointmentData)
+		d, ok := e.Data.(core.AppointmentData)
 		if e.Type != w.typ || !ok || d.AppointmentID != w.id || d.AgentID != "dr-1" || d.Status != w.status ||
 			!d.Start.Equal(w.start) || !d.End.Equal(w.start.Add(30*time.Minute)) || e.BusinessID != "" {
 			t.Errorf("event %d: %+v, want %+v", i, e, w)
 		}
-		body, err := e.Body()
-		if err != nil {
-			t.Fatal(err)
-		}
+		body := fmt.Sprintf("%+v", e)
 		for _, marker := range []string{patient.FirstName, patient.LastName, patient.DateOfBirth, patient.Email, reason, cancelReason} {
 			if strings.Contains(string(body), marker) {
 				t.Errorf("event %s holds %q", body, marker)
@@ -103,7 +128,7 @@ func TestAppointmentEvents_AnUnwrittenEventIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := errors.New("database down")
-	s.bookings.(*memBookingLog).ChangedFunc = func(context.Context, string, string, time.Time, bool, event.Event) error { return down }
+	s.tx.(*memTx).emit = down
 	if _, err := s.Cancel(caller("u"), b.Appointment.ID, ""); !errors.Is(err, down) {
 		t.Fatalf("cancel whose event is not written: %v", err)
 	}

@@ -14,7 +14,7 @@ func TestBook_IdempotencyKeyReplaysAcrossAKeyRotation(t *testing.T) {
 	before := integrationWith(c, IntegrationConfig{FingerprintKeys: [][]byte{oldKey}})
 	idem := before.idem.(*IdempotencyStoreMock)
 	with := func(keys ...[]byte) *Integration {
-		s := NewIntegration(FixedSystems{Integration: c}, before.holds, idem, before.bookings, before.counter, IntegrationConfig{FingerprintKeys: keys})
+		s := NewIntegration(FixedSystems{Integration: c}, before.holds, idem, before.bookings, before.counter, before.tx, IntegrationConfig{FingerprintKeys: keys})
 		s.now = before.now
 		return s
 	}

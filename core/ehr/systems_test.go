@@ -61,7 +61,7 @@ func TestSearch_KeepsTheSystemsItStartedWith(t *testing.T) {
 func TestIntegration_WithoutSchedulerInForceIsNoIntegration(t *testing.T) {
 	var systems swappable
 	systems.set(FixedSystems{Integration: newCalendar()})
-	s := NewIntegration(&systems, nil, nil, nil, nil, IntegrationConfig{})
+	s := NewIntegration(&systems, nil, nil, nil, nil, nil, IntegrationConfig{})
 	systems.set(FixedSystems{})
 	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
 		t.Fatalf("err %v, want ErrNoIntegration once the reload removed the integration EHR", err)

@@ -3,6 +3,8 @@ package event
 import (
 	"context"
 	"time"
+
+	"github.com/carebridge/carebridge/core"
 )
 
 //go:generate go tool moq -rm -out ports_moq_test.go . Queue Sender Stream Publisher
@@ -73,7 +75,7 @@ type Sender interface {
 type Message struct {
 	Seq  int64
 	ID   string
-	Type Type
+	Type core.EventType
 	Body []byte
 }
 

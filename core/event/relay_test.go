@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/carebridge/carebridge/core"
 )
 
 // memStream is a Stream in memory: unpublished messages oldest first; a
@@ -53,7 +55,7 @@ func (s *memStream) addN(n int) {
 	seq := int64(len(s.published) + len(s.unpublished))
 	for range n {
 		seq++
-		s.unpublished = append(s.unpublished, Message{Seq: seq, ID: fmt.Sprintf("evt_%d", seq), Type: BlobUploaded, Body: []byte(`{}`)})
+		s.unpublished = append(s.unpublished, Message{Seq: seq, ID: fmt.Sprintf("evt_%d", seq), Type: core.BlobUploaded, Body: []byte(`{}`)})
 	}
 }
 

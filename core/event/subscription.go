@@ -21,19 +21,19 @@ type Subscription struct {
 
 // DeliveryRecord is how one delivery stands, for operators.
 type DeliveryRecord struct {
-	ID           int64  `json:"id"`
-	Subscription string `json:"subscriptionId"`
-	EventID      string `json:"eventId"`
-	Type         Type   `json:"type"`
-	State        State  `json:"state"`
-	Attempts     int    `json:"attempts"`
-	LastStatus   int    `json:"lastStatus,omitempty"`
-	LastError    string `json:"lastError,omitempty"`
+	ID           int64
+	Subscription string
+	EventID      string
+	Type         core.EventType
+	State        State
+	Attempts     int
+	LastStatus   int    // 0: no answer yet
+	LastError    string // "": none
 	// NextAttemptAt is when a pending delivery is tried next (or, while
 	// an attempt is in flight, when its lease ends); nil once settled.
-	NextAttemptAt *time.Time `json:"nextAttemptAt"`
-	OccurredAt    time.Time  `json:"occurredAt"`
-	UpdatedAt     time.Time  `json:"updatedAt"`
+	NextAttemptAt *time.Time
+	OccurredAt    time.Time
+	UpdatedAt     time.Time
 }
 
 // ErrSubscriptionNotFound is an unknown subscription id.

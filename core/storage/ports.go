@@ -8,7 +8,7 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-//go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Members
+//go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Members Transactor
 
 // ObjectStore keeps opaque objects in containers. Object names are generated
 // by this core and never come from a client.
@@ -46,11 +46,24 @@ type BlobRepo interface {
 	Insert(ctx context.Context, b *Blob) error
 	// Get returns the entry; a missing one is ErrBlobNotFound.
 	Get(ctx context.Context, id int64) (Blob, error)
-	// Delete removes the entry; a missing one is ErrBlobNotFound.
-	Delete(ctx context.Context, id int64) error
+	// Delete removes the entry and returns it as it was; a missing one is
+	// ErrBlobNotFound.
+	Delete(ctx context.Context, id int64) (Blob, error)
 	// Known returns which of the object names an entry of container c
 	// names.
 	Known(ctx context.Context, c Container, names []string) (map[string]bool, error)
+}
+
+// Transactor runs a change and its events as one transaction: fn's
+// writes through r, events included, commit together or not at all.
+type Transactor interface {
+	WithinTx(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// Repos are the repositories of one transaction.
+type Repos struct {
+	Blobs  BlobRepo
+	Outbox core.Outbox
 }
 
 // KeyRing wraps and unwraps per-file data keys with master keys.

@@ -21,7 +21,7 @@ var _ BlobRepo = &BlobRepoMock{}
 //
 //		// make and configure a mocked BlobRepo
 //		mockedBlobRepo := &BlobRepoMock{
-//			DeleteFunc: func(ctx context.Context, id int64) error {
+//			DeleteFunc: func(ctx context.Context, id int64) (Blob, error) {
 //				panic("mock out the Delete method")
 //			},
 //			GetFunc: func(ctx context.Context, id int64) (Blob, error) {
@@ -41,7 +41,7 @@ var _ BlobRepo = &BlobRepoMock{}
 //	}
 type BlobRepoMock struct {
 	// DeleteFunc mocks the Delete method.
-	DeleteFunc func(ctx context.Context, id int64) error
+	DeleteFunc func(ctx context.Context, id int64) (Blob, error)
 
 	// GetFunc mocks the Get method.
 	GetFunc func(ctx context.Context, id int64) (Blob, error)
@@ -92,7 +92,7 @@ type BlobRepoMock struct {
 }
 
 // Delete calls DeleteFunc.
-func (mock *BlobRepoMock) Delete(ctx context.Context, id int64) error {
+func (mock *BlobRepoMock) Delete(ctx context.Context, id int64) (Blob, error) {
 	if mock.DeleteFunc == nil {
 		panic("BlobRepoMock.DeleteFunc: method is nil but BlobRepo.Delete was just called")
 	}
@@ -850,5 +850,77 @@ func (mock *MembersMock) LocationRoleCalls() []struct {
 	mock.lockLocationRole.RLock()
 	calls = mock.calls.LocationRole
 	mock.lockLocationRole.RUnlock()
+	return calls
+}
+
+// Ensure, that TransactorMock does implement Transactor.
+// If this is not the case, regenerate this file with moq.
+var _ Transactor = &TransactorMock{}
+
+// TransactorMock is a mock implementation of Transactor.
+//
+//	func TestSomethingThatUsesTransactor(t *testing.T) {
+//
+//		// make and configure a mocked Transactor
+//		mockedTransactor := &TransactorMock{
+//			WithinTxFunc: func(ctx context.Context, fn func(ctx context.Context, r Repos) error) error {
+//				panic("mock out the WithinTx method")
+//			},
+//		}
+//
+//		// use mockedTransactor in code that requires Transactor
+//		// and then make assertions.
+//
+//	}
+type TransactorMock struct {
+	// WithinTxFunc mocks the WithinTx method.
+	WithinTxFunc func(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// WithinTx holds details about calls to the WithinTx method.
+		WithinTx []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Fn is the fn argument value.
+			Fn func(ctx context.Context, r Repos) error
+		}
+	}
+	lockWithinTx sync.RWMutex
+}
+
+// WithinTx calls WithinTxFunc.
+func (mock *TransactorMock) WithinTx(ctx context.Context, fn func(ctx context.Context, r Repos) error) error {
+	if mock.WithinTxFunc == nil {
+		panic("TransactorMock.WithinTxFunc: method is nil but Transactor.WithinTx was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		Fn  func(ctx context.Context, r Repos) error
+	}{
+		Ctx: ctx,
+		Fn:  fn,
+	}
+	mock.lockWithinTx.Lock()
+	mock.calls.WithinTx = append(mock.calls.WithinTx, callInfo)
+	mock.lockWithinTx.Unlock()
+	return mock.WithinTxFunc(ctx, fn)
+}
+
+// WithinTxCalls gets all the calls that were made to WithinTx.
+// Check the length with:
+//
+//	len(mockedTransactor.WithinTxCalls())
+func (mock *TransactorMock) WithinTxCalls() []struct {
+	Ctx context.Context
+	Fn  func(ctx context.Context, r Repos) error
+} {
+	var calls []struct {
+		Ctx context.Context
+		Fn  func(ctx context.Context, r Repos) error
+	}
+	mock.lockWithinTx.RLock()
+	calls = mock.calls.WithinTx
+	mock.lockWithinTx.RUnlock()
 	return calls
 }

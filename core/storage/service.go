@@ -26,6 +26,7 @@ const cleanupTimeout = 30 * time.Second
 // Service holds the blob-storage use cases.
 type Service struct {
 	blobs     BlobRepo
+	tx        Transactor
 	objects   ObjectStore
 	keys      KeyRing
 	members   Members
@@ -45,8 +46,8 @@ func WithReadAhead(pool *ReadAheadPool) Option {
 
 // NewService returns the storage core. maxUpload is the largest accepted
 // file in bytes.
-func NewService(blobs BlobRepo, objects ObjectStore, keys KeyRing, members Members, maxUpload int64, opts ...Option) *Service {
-	s := &Service{blobs: blobs, objects: objects, keys: keys, members: members, maxUpload: maxUpload}
+func NewService(blobs BlobRepo, tx Transactor, objects ObjectStore, keys KeyRing, members Members, maxUpload int64, opts ...Option) *Service {
+	s := &Service{blobs: blobs, tx: tx, objects: objects, keys: keys, members: members, maxUpload: maxUpload}
 	for _, o := range opts {
 		o(s)
 	}
@@ -112,7 +113,13 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 		return Blob{}, fmt.Errorf("store object %s/%s: %w", b.Container, b.Name, err)
 	}
 	b.SHA256 = hex.EncodeToString(digest.Sum(nil))
-	if err := s.blobs.Insert(ctx, &b); err != nil {
+	err = s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		if err := r.Blobs.Insert(ctx, &b); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, blobEvent(core.BlobUploaded, b))
+	})
+	if err != nil {
 		s.removeObject(ctx, b)
 		return Blob{}, fmt.Errorf("insert blob entry: %w", err)
 	}
@@ -232,11 +239,24 @@ func (s *Service) Delete(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	if err := s.blobs.Delete(ctx, id); err != nil {
+	err = s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		deleted, err := r.Blobs.Delete(ctx, id)
+		if err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, blobEvent(core.BlobDeleted, deleted))
+	})
+	if err != nil {
 		return fmt.Errorf("delete blob %d: %w", id, err)
 	}
 	s.removeObject(ctx, b)
 	return nil
+}
+
+// blobEvent is the event of type t about b, of the business of its
+// location.
+func blobEvent(t core.EventType, b Blob) core.Event {
+	return core.BlobEvent(t, b.ID, string(b.Container), b.BusinessLocationID, b.BusinessID)
 }
 
 // access is what a caller wants to do with a blob.

@@ -24,10 +24,12 @@ type fixture struct {
 	objects *ObjectStoreMock
 	blobs   *BlobRepoMock
 	keys    *KeyRingMock
+	tx      *TransactorMock
 
-	mu   sync.Mutex
-	data map[string][]byte
-	rows map[int64]Blob
+	mu     sync.Mutex
+	data   map[string][]byte
+	rows   map[int64]Blob
+	events []core.Event // of the transactions that committed
 }
 
 const ownedLocation = "7"
@@ -86,11 +88,15 @@ func newFixture(t *testing.T) *fixture {
 			}
 			return b, nil
 		},
-		DeleteFunc: func(ctx context.Context, id int64) error {
+		DeleteFunc: func(ctx context.Context, id int64) (Blob, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			b, ok := f.rows[id]
+			if !ok {
+				return Blob{}, ErrBlobNotFound
+			}
 			delete(f.rows, id)
-			return nil
+			return b, nil
 		},
 	}
 	// The toy ring "wraps" by reversing the key: enough to see that the
@@ -110,8 +116,26 @@ func newFixture(t *testing.T) *fixture {
 		}
 		return map[string]core.Role{"owner": core.RoleOwner, "admin": core.RoleAdmin, "staff": core.RoleStaff}[sub], nil
 	}}
-	f.svc = NewService(f.blobs, f.objects, f.keys, members, 1<<20)
+	f.tx = &TransactorMock{WithinTxFunc: func(ctx context.Context, fn func(context.Context, Repos) error) error {
+		o := &outbox{}
+		if err := fn(ctx, Repos{Blobs: f.blobs, Outbox: o}); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.events = append(f.events, o.events...)
+		return nil
+	}}
+	f.svc = NewService(f.blobs, f.tx, f.objects, f.keys, members, 1<<20)
 	return f
+}
+
+// outbox keeps the events of one transaction.
+type outbox struct{ events []core.Event }
+
+func (o *outbox) Emit(_ context.Context, e core.Event) error {
+	o.events = append(o.events, e)
+	return nil
 }
 
 func reversed(b []byte) []byte {
@@ -495,7 +519,7 @@ func TestDelete_ARowThatCannotBeDeletedChangesNothing(t *testing.T) {
 	}
 	// The row's transaction fails (the database, or the audit event
 	// committed with it): the object stays, the blob is whole.
-	f.blobs.DeleteFunc = func(context.Context, int64) error { return errors.New("audit event refused") }
+	f.blobs.DeleteFunc = func(context.Context, int64) (Blob, error) { return Blob{}, errors.New("audit event refused") }
 	if err := f.svc.Delete(as("alice"), b.ID); err == nil {
 		t.Fatal("delete succeeded without its row deleted")
 	}
@@ -519,5 +543,48 @@ func TestDelete_AnObjectThatCannotBeRemovedIsLeftToTheSweeper(t *testing.T) {
 	}
 	if len(f.data) != 1 {
 		t.Fatalf("%d objects, want the one left for the sweeper", len(f.data))
+	}
+}
+
+func TestUploadAndDelete_EmitTheirEventInTheirTransaction(t *testing.T) {
+	f := newFixture(t)
+	insert := f.blobs.InsertFunc
+	f.blobs.InsertFunc = func(ctx context.Context, b *Blob) error {
+		b.BusinessID = "biz-1" // the store finds the business of the location
+		return insert(ctx, b)
+	}
+	in := pngUpload(pngBytes)
+	in.BusinessLocationID = ownedLocation
+	b, err := f.svc.Upload(as("staff"), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Delete(as("staff"), b.ID); err != nil {
+		t.Fatal(err)
+	}
+	loc := ownedLocation
+	want := []core.Event{
+		{Type: core.BlobUploaded, BusinessID: "biz-1", Data: core.BlobData{BlobID: b.ID, ContainerName: string(b.Container), BusinessLocationID: &loc}},
+		{Type: core.BlobDeleted, BusinessID: "biz-1", Data: core.BlobData{BlobID: b.ID, ContainerName: string(b.Container), BusinessLocationID: &loc}},
+	}
+	if len(f.events) != len(want) {
+		t.Fatalf("events %+v", f.events)
+	}
+	for i, w := range want {
+		e := f.events[i]
+		d, ok := e.Data.(core.BlobData)
+		wd := w.Data.(core.BlobData)
+		if e.Type != w.Type || e.BusinessID != w.BusinessID || !ok || d.BlobID != wd.BlobID || d.ContainerName != wd.ContainerName ||
+			d.BusinessLocationID == nil || *d.BusinessLocationID != loc {
+			t.Errorf("event %d = %+v, want %+v", i, e, w)
+		}
+	}
+
+	f.blobs.InsertFunc = func(context.Context, *Blob) error { return errors.New("database gone") }
+	if _, err := f.svc.Upload(as("staff"), pngUpload(pngBytes)); err == nil {
+		t.Fatal("upload succeeded")
+	}
+	if len(f.events) != 2 {
+		t.Fatalf("a failed insert emitted: %+v", f.events[2:])
 	}
 }

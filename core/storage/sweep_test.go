@@ -91,7 +91,7 @@ func TestSweepOrphans_RemovesOnlyOldObjectsWithoutAnEntry(t *testing.T) {
 	f.put(ContainerUploads, "young-orphan", young, false) // its upload may still be inserting the entry
 	f.put(ContainerImages, "orphan-image", old, false)
 	f.put(ContainerImages, "logo", old, true)
-	svc := NewService(f.blobs, f.store, nil, nil, 1)
+	svc := NewService(f.blobs, nil, f.store, nil, nil, 1)
 
 	n, err := svc.SweepOrphans(context.Background(), now.Add(-OrphanAge))
 	if err != nil || n != 2 {
@@ -127,7 +127,7 @@ func TestSweepOrphans_ChecksEntriesInBatchesRightBeforeDeleting(t *testing.T) {
 		f.mu.Unlock()
 		return known(ctx, c, names)
 	}
-	svc := NewService(f.blobs, f.store, nil, nil, 1)
+	svc := NewService(f.blobs, nil, f.store, nil, nil, 1)
 	n, err := svc.SweepOrphans(context.Background(), time.Now().Add(-OrphanAge))
 	if err != nil || n != sweepBatch+9 || !f.has(ContainerDocuments, late) {
 		t.Fatalf("removed %d, %v; the late entry's object kept: %v", n, err, f.has(ContainerDocuments, late))
@@ -151,7 +151,7 @@ func TestSweepOrphans_StopsOnAFailure(t *testing.T) {
 	f.put(ContainerUploads, "orphan", time.Now().Add(-2*OrphanAge), false)
 	boom := errors.New("database down")
 	f.blobs.KnownFunc = func(context.Context, Container, []string) (map[string]bool, error) { return nil, boom }
-	svc := NewService(f.blobs, f.store, nil, nil, 1)
+	svc := NewService(f.blobs, nil, f.store, nil, nil, 1)
 	if _, err := svc.SweepOrphans(context.Background(), time.Now()); !errors.Is(err, boom) {
 		t.Fatalf("got %v", err)
 	}
@@ -171,7 +171,7 @@ func TestSweepIncomplete_SweepsEveryContainerWithTheCutoffAndAddsUp(t *testing.T
 		}
 		return 1, nil
 	}}
-	n, err := NewService(nil, store, nil, nil, 1).SweepIncomplete(context.Background(), cutoff)
+	n, err := NewService(nil, nil, store, nil, nil, 1).SweepIncomplete(context.Background(), cutoff)
 	if err != nil || n != 2+len(Containers)-1 {
 		t.Fatalf("removed %d, %v; want %d", n, err, 2+len(Containers)-1)
 	}
@@ -186,7 +186,7 @@ func TestSweepIncomplete_SweepsEveryContainerWithTheCutoffAndAddsUp(t *testing.T
 		}
 		return 1, nil
 	}
-	if n, err := NewService(nil, store, nil, nil, 1).SweepIncomplete(context.Background(), cutoff); !errors.Is(err, boom) || n != 2 {
+	if n, err := NewService(nil, nil, store, nil, nil, 1).SweepIncomplete(context.Background(), cutoff); !errors.Is(err, boom) || n != 2 {
 		t.Fatalf("removed %d, %v; want the 2 removed before the failure and the failure", n, err)
 	}
 }

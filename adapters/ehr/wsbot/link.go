@@ -130,7 +130,7 @@ func (l *link) end(err error, graceful bool) {
 			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 	}
 	if err := l.ws.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		l.c.log.Warn("wsbot could not close its socket", "err", err)
+		l.c.log.Warn("wsbot could not close its socket", "error", err)
 	}
 	l.c.linkDead(l, err)
 }
@@ -155,7 +155,7 @@ func (l *link) readLoop() {
 		}
 		var f responseFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			l.c.log.Warn("wsbot ignored a malformed frame", "err", err, "bytes", len(data))
+			l.c.log.Warn("wsbot ignored a malformed frame", "error", err, "bytes", len(data))
 			continue
 		}
 		if f.Type != "response" && f.Type != "" {

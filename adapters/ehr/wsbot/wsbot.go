@@ -629,14 +629,14 @@ func (c *Client) runDial(ctx context.Context, d *dialing) {
 	c.dial = nil
 	if err == nil && c.closed {
 		if cerr := ws.Close(); cerr != nil {
-			c.log.Warn("wsbot could not close a socket opened as the client closed", "err", cerr)
+			c.log.Warn("wsbot could not close a socket opened as the client closed", "error", cerr)
 		}
 		err = c.closedError()
 	}
 	if err != nil {
 		if !c.closed {
 			c.backOffLocked(err)
-			c.log.Warn("wsbot could not connect", "err", err, "failures", c.failures)
+			c.log.Warn("wsbot could not connect", "error", err, "failures", c.failures)
 		}
 		d.err = err
 		close(d.done)
@@ -700,7 +700,7 @@ func (c *Client) linkDead(l *link, err error) {
 	} else {
 		c.backOffLocked(err)
 	}
-	c.log.Warn("wsbot link dropped", "err", err)
+	c.log.Warn("wsbot link dropped", "error", err)
 }
 
 // open dials the bot and completes the handshake.
