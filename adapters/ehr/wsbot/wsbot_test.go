@@ -564,7 +564,8 @@ func TestClient_SearchPatients(t *testing.T) {
 func TestClient_ClosesCleanly(t *testing.T) {
 	srv := wsbottest.Start(t)
 	ids := seedAgents(srv, 64)
-	time.Sleep(20 * time.Millisecond)
+	// Goroutines of earlier tests still winding down only raise the baseline;
+	// clientGoroutines below checks the client's own without one.
 	base := runtime.NumGoroutine()
 
 	c, err := wsbot.New(wsbot.Config{Name: "clinic-bot", URL: srv.URL(), BackoffBase: time.Millisecond, PingInterval: 10 * time.Millisecond})
@@ -585,6 +586,9 @@ func TestClient_ClosesCleanly(t *testing.T) {
 		_, err := c.GetAgent(t.Context(), ids[0])
 		return err == nil
 	})
+	if clientGoroutines() == 0 {
+		t.Fatal("clientGoroutines sees none of a connected client's goroutines")
+	}
 	before := srv.Requests()
 	// A call in flight when Close comes fails at once.
 	srv.SetDelay("agents.get", 30*time.Second)
@@ -610,8 +614,29 @@ func TestClient_ClosesCleanly(t *testing.T) {
 	}
 
 	eventually(t, "the goroutines to end", func() bool {
-		return srv.OpenConnections() == 0 && runtime.NumGoroutine() <= base+1
+		return srv.OpenConnections() == 0 && clientGoroutines() == 0 && runtime.NumGoroutine() <= base+1
 	})
+}
+
+// clientGoroutines counts the goroutines with a frame of package wsbot (the
+// client; not wsbot_test, not wsbotserver) in their stack.
+func clientGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "/adapters/ehr/wsbot.") {
+			n++
+		}
+	}
+	return n
 }
 
 func TestNew_ValidatesTheConfig(t *testing.T) {
