@@ -2,9 +2,11 @@ package test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,17 +34,18 @@ func TestHardening_StalledUploadIsCutOffWithoutBlockingOthers(t *testing.T) {
 		t.Fatalf("healthz during a stalled upload: %d", r.status)
 	}
 
-	start := time.Now()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	// The server's read time-out is 60 s: an answer or a close before this
+	// 30 s deadline is the 300 ms stall time-out's doing.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the stalled upload was held until the client gave up")
+	}
 	if err == nil {
 		resp.Body.Close()
 		if resp.StatusCode < 400 {
 			t.Fatalf("stalled upload answered %d", resp.StatusCode)
 		}
-	}
-	if waited := time.Since(start); waited > 5*time.Second {
-		t.Fatalf("stalled upload held for %v", waited)
 	}
 	if w.rows() != 0 || w.objects() != 0 {
 		t.Fatal("a stalled upload left something behind")

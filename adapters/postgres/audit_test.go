@@ -398,16 +398,14 @@ func TestIntegrationAuditLog_TimeOutFailsTheBatchAndWritesNothing(t *testing.T) 
 	if _, err := holder.Exec(ctx, `SELECT 1 FROM audit_chain_head FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	// The head is held until after every caller has returned: that they
+	// return at all shows the time-out ended their wait, with no clock read.
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
 		wg.Go(func() { errs[i] = l.Record(ctx, auditEvent(i+1)) })
 	}
 	wg.Wait()
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("callers waited %v", took)
-	}
 	for i, err := range errs {
 		var pe *pgconn.PgError
 		if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &pe) && pe.Code == "55P03") {

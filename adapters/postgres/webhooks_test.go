@@ -184,26 +184,26 @@ func TestIntegrationWebhooks_ClaimLeasesDueDeliveriesPerSubscription(t *testing.
 		t.Fatalf("claimed deliveries were claimed again: %+v %v", ds, err)
 	}
 
-	// A lease that ends gives the delivery back, for its next attempt.
+	// A lease that ends gives the delivery back, for its next attempt. The
+	// lease is next_attempt_at, the claim's time plus the lease; the test
+	// ends it by moving that instant back by the lease, not by waiting.
 	e := emitEvent(t, db, core.BusinessEvent(core.NewUUID()))
-	ds, err = hooks.Claim(ctx, nil, 10, 200*time.Millisecond)
+	ds, err = hooks.Claim(ctx, nil, 10, time.Hour)
 	if err != nil || len(ds) != 2 {
 		t.Fatalf("claim of a new event: %+v %v", ds, err)
 	}
-	leased := time.Now()
-	var again []event.Delivery
-	for len(again) == 0 && time.Since(leased) < 3*time.Second {
-		if again, err = hooks.Claim(ctx, nil, 10, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if len(again) == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
+	ids := []int64{ds[0].ID, ds[1].ID}
+	if n := countRows(t, db, `SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND next_attempt_at = updated_at + interval '1 hour'`, ids); n != 2 {
+		t.Fatalf("%d of 2 deliveries leased for the hour asked", n)
 	}
-	if waited := time.Since(leased); waited < 150*time.Millisecond {
-		t.Errorf("claimed again after %s, within a lease of 200ms", waited)
+	if again, err := hooks.Claim(ctx, nil, 10, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("claimed again within the lease: %+v %v", again, err)
 	}
-	if len(again) != 2 {
+	if _, err := db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at - interval '1 hour' WHERE id = ANY($1)`, ids); err != nil {
+		t.Fatal(err)
+	}
+	again, err := hooks.Claim(ctx, nil, 10, time.Minute)
+	if err != nil || len(again) != 2 {
 		t.Fatalf("after the lease: %+v", again)
 	}
 	for _, d := range again {
@@ -301,7 +301,7 @@ func TestIntegrationWebhooks_SettleRecordsOutcomes(t *testing.T) {
 	sort.Slice(ds, func(i, j int) bool { return ds[i].ID < ds[j].ID })
 	delivered, retried, failed, stale := ds[0], ds[1], ds[2], ds[3]
 
-	retryAt := time.Now().Add(300 * time.Millisecond)
+	retryAt := time.Now().Add(time.Hour)
 	err = hooks.Settle(ctx, []event.Outcome{
 		{ID: delivered.ID, Attempt: 1, State: event.Delivered, Result: event.Result{Status: 204}},
 		{ID: retried.ID, Attempt: 1, State: event.Pending, NextAt: retryAt, Result: event.Result{Status: 503, Err: "status 503"}},
@@ -342,19 +342,12 @@ func TestIntegrationWebhooks_SettleRecordsOutcomes(t *testing.T) {
 	if ds, err := hooks.Claim(ctx, nil, 10, time.Minute); err != nil || len(ds) != 0 {
 		t.Fatalf("claimed before the retry was due: %+v %v", ds, err)
 	}
-	var again []event.Delivery
-	for len(again) == 0 && time.Until(retryAt) > -3*time.Second {
-		if again, err = hooks.Claim(ctx, nil, 10, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if len(again) == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
+	// Its time comes (moved into the past rather than waited for).
+	if _, err := db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 second' WHERE id = $1`, retried.ID); err != nil {
+		t.Fatal(err)
 	}
-	if early := time.Until(retryAt); early > 50*time.Millisecond {
-		t.Errorf("retry claimed %s early", early)
-	}
-	if len(again) != 1 || again[0].ID != retried.ID || again[0].Attempt != 2 {
+	again, err := hooks.Claim(ctx, nil, 10, time.Minute)
+	if err != nil || len(again) != 1 || again[0].ID != retried.ID || again[0].Attempt != 2 {
 		t.Fatalf("the retry: %+v", again)
 	}
 
@@ -475,11 +468,17 @@ func TestIntegrationWebhooks_StreamClaimsUnpublishedOldestFirst(t *testing.T) {
 			t.Errorf("message %d: %+v, want %+v", i, m, rows[i])
 		}
 	}
-	rest, err := hooks.ClaimUnpublished(ctx, 10, 200*time.Millisecond)
+	rest, err := hooks.ClaimUnpublished(ctx, 10, time.Hour)
 	if err != nil || len(rest) != 2 || rest[0].ID != evs[3].ID || rest[1].ID != evs[4].ID {
 		t.Fatalf("second claim: %+v %v", rest, err)
 	}
-	leased := time.Now()
+	seqs := []int64{rest[0].Seq, rest[1].Seq}
+	// Leased for the hour asked: publish_after is the claim's now() plus an
+	// hour, so at most an hour past this query's now() (and not a minute less).
+	if n := countRows(t, db, `SELECT count(*) FROM events WHERE seq = ANY($1)
+		AND publish_after BETWEEN now() + interval '59 minutes' AND now() + interval '1 hour'`, seqs); n != 2 {
+		t.Fatalf("%d of 2 events leased for the hour asked", n)
+	}
 	if none, err := hooks.ClaimUnpublished(ctx, 10, time.Minute); err != nil || len(none) != 0 {
 		t.Fatalf("leased events claimed again: %+v %v", none, err)
 	}
@@ -490,20 +489,13 @@ func TestIntegrationWebhooks_StreamClaimsUnpublishedOldestFirst(t *testing.T) {
 		t.Errorf("%d events marked published, want 3", n)
 	}
 
-	// The unmarked events come back once their lease ends.
-	var again []event.Message
-	for len(again) == 0 && time.Since(leased) < 3*time.Second {
-		if again, err = hooks.ClaimUnpublished(ctx, 10, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if len(again) == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
+	// The unmarked events come back once their lease ends (moved back by
+	// the lease rather than waited for).
+	if _, err := db.Pool().Exec(ctx, `UPDATE events SET publish_after = publish_after - interval '1 hour' WHERE seq = ANY($1)`, seqs); err != nil {
+		t.Fatal(err)
 	}
-	if waited := time.Since(leased); waited < 150*time.Millisecond {
-		t.Errorf("claimed again after %s, within a lease of 200ms", waited)
-	}
-	if len(again) != 2 || again[0].Seq != rest[0].Seq || again[1].Seq != rest[1].Seq {
+	again, err := hooks.ClaimUnpublished(ctx, 10, time.Minute)
+	if err != nil || len(again) != 2 || again[0].Seq != rest[0].Seq || again[1].Seq != rest[1].Seq {
 		t.Fatalf("after the lease: %+v", again)
 	}
 	// Published events never come back, whatever their lease.

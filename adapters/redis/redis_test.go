@@ -99,20 +99,24 @@ func TestIntegrationCache_RoundTrip(t *testing.T) {
 	}
 }
 
+// The value is stored with its ttl; its end is brought forward in Redis
+// (PEXPIREAT in the past) rather than waited for.
 func TestIntegrationCache_ValueExpires(t *testing.T) {
 	c := newCache(t, testKey(t))
 	p := prefix(t, c)
 	ctx := context.Background()
-	if err := c.Set(ctx, p+"k", []byte("v"), 400*time.Millisecond); err != nil {
+	if err := c.Set(ctx, p+"k", []byte("v"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if pttl := c.client.PTTL(ctx, p+"k").Val(); pttl <= 0 || pttl > 400*time.Millisecond {
-		t.Fatalf("PTTL = %v, want (0, 400ms]", pttl)
+	if pttl := c.client.PTTL(ctx, p+"k").Val(); pttl <= 59*time.Minute || pttl > time.Hour {
+		t.Fatalf("PTTL = %v, want just under an hour", pttl)
 	}
 	if _, ok, _ := c.Get(ctx, p+"k"); !ok {
 		t.Fatal("miss before the ttl")
 	}
-	time.Sleep(600 * time.Millisecond)
+	if err := c.client.PExpireAt(ctx, p+"k", time.Unix(1, 0)).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if _, ok, err := c.Get(ctx, p+"k"); ok || err != nil {
 		t.Fatalf("after the ttl: %v, %v", ok, err)
 	}
@@ -220,22 +224,28 @@ func TestIntegrationCache_IncrSharedByInstances(t *testing.T) {
 	}
 }
 
+// Time passing is the counter's ttl shortened in Redis (PEXPIRE), and the
+// window's end its expiry brought forward (PEXPIREAT in the past): no waits.
 func TestIntegrationCache_IncrWindowExpires(t *testing.T) {
 	c := newCache(t, testKey(t))
 	p := prefix(t, c)
 	ctx := context.Background()
-	const window = time.Second
+	const window = time.Minute
 	n, left, err := c.Incr(ctx, p+"rl", window)
 	if err != nil || n != 1 || left != window {
 		t.Fatalf("first Incr = %d, %v, %v", n, left, err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	// Later increments keep the window's expiry.
-	n, left, err = c.Incr(ctx, p+"rl", window)
-	if err != nil || n != 2 || left <= 0 || left > 810*time.Millisecond {
-		t.Fatalf("second Incr = %d, %v, %v; want 2 and at most ~800ms left", n, left, err)
+	// Later increments keep the window's expiry: 40 s of it have gone.
+	if err := c.client.PExpire(ctx, p+"rl", 20*time.Second).Err(); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(left + 100*time.Millisecond)
+	n, left, err = c.Incr(ctx, p+"rl", window)
+	if err != nil || n != 2 || left <= 0 || left > 20*time.Second {
+		t.Fatalf("second Incr = %d, %v, %v; want 2 and at most the 20s left", n, left, err)
+	}
+	if err := c.client.PExpireAt(ctx, p+"rl", time.Unix(1, 0)).Err(); err != nil {
+		t.Fatal(err)
+	}
 	n, left, err = c.Incr(ctx, p+"rl", window)
 	if err != nil || n != 1 || left != window {
 		t.Fatalf("after the window: Incr = %d, %v, %v; want a new window", n, left, err)

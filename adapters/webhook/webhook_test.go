@@ -216,11 +216,9 @@ func TestSend_TimesOutOnHangingReceiver(t *testing.T) {
 	sealer := newSealer(t)
 	d, _ := delivery(sealer, srv.URL)
 
-	start := time.Now()
+	// The receiver hangs until the test ends: Send returning at all, with
+	// the time-out's error, shows the time-out ended it.
 	r := webhook.New(sealer, 200*time.Millisecond).Send(t.Context(), d)
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Fatalf("Send took %v with a 200ms time-out", elapsed)
-	}
 	if r.OK() || r.Status != 0 || r.Err != "timed out after 200ms" {
 		t.Fatalf("Send = %+v, want status 0 and Err %q", r, "timed out after 200ms")
 	}
@@ -268,11 +266,9 @@ func TestSend_DrainsOnlyTheStartOfAHugeAnswer(t *testing.T) {
 	sealer := newSealer(t)
 	d, _ := delivery(sealer, srv.URL)
 
-	start := time.Now()
+	// What the receiver wrote, not how long Send took, shows the answer
+	// was not read in full.
 	r := webhook.New(sealer, 5*time.Second).Send(t.Context(), d)
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Fatalf("Send took %v for a huge answer", elapsed)
-	}
 	if !r.OK() || r.Status != 200 {
 		t.Fatalf("Send = %+v, want success with status 200", r)
 	}

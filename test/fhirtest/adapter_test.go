@@ -112,11 +112,11 @@ func seedServer(t *testing.T) *seeded {
 }
 
 // searchRequests counts the Patient searches in the server's request log,
-// waiting up to a second for it to reach want (the server logs a request
+// waiting up to 10 s for it to reach want (the server logs a request
 // after answering it); want < 0 waits for nothing.
 func (s *seeded) searchRequests(t *testing.T, want int) int {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		n := strings.Count(s.srv.Output(), "GET /fhir/Patient?")
 		if want < 0 || n >= want || time.Now().After(deadline) {

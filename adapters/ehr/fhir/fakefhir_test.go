@@ -1,6 +1,7 @@
 package fhir_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,8 +32,7 @@ type fakeFHIR struct {
 	mu        sync.Mutex
 	resources map[string][]map[string]any // by type, in creation order
 	seq       int
-	requests  []string      // "METHOD /path?query"
-	headers   []http.Header // of each request
+	requests  []*http.Request // copies of those received, in order
 
 	// pageSize is the largest page the server returns (default 10).
 	pageSize int
@@ -94,7 +94,19 @@ func (f *fakeFHIR) count(typ string) int {
 	return len(f.resources[typ])
 }
 
+// got lists the requests received as "METHOD /path?query".
 func (f *fakeFHIR) got() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.requests))
+	for i, r := range f.requests {
+		out[i] = r.Method + " " + r.URL.RequestURI()
+	}
+	return out
+}
+
+// gotRequests returns copies of the requests received, in order.
+func (f *fakeFHIR) gotRequests() []*http.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.requests)
@@ -159,8 +171,7 @@ func (f *fakeFHIR) outcome(w http.ResponseWriter, status int, text string) {
 func (f *fakeFHIR) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
-	f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
-	f.headers = append(f.headers, r.Header.Clone())
+	f.requests = append(f.requests, r.Clone(context.Background()))
 	intercept := f.intercept
 	f.mu.Unlock()
 	if intercept != nil && intercept(w, r, body) {

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,34 +45,20 @@ func (d *testDoer) Do(ctx context.Context, req *http.Request) (*http.Response, e
 	return d.client.Do(req.WithContext(ctx))
 }
 
-// fakeEHR is an httptest FHIR server that records the requests it gets.
-type fakeEHR struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []*http.Request
-}
-
-func newFakeEHR(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) (*fakeEHR, *testDoer) {
+// newFakeEHR is a scripted FHIR server: a fakeFHIR that answers every
+// request with h (and records it), and a testDoer for it.
+func newFakeEHR(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) (*fakeFHIR, *testDoer) {
 	t.Helper()
-	f := &fakeEHR{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.requests = append(f.requests, r.Clone(context.Background()))
-		f.mu.Unlock()
+	f := newFakeFHIR(t)
+	f.intercept = func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
 		h(w, r)
-	}))
-	t.Cleanup(f.Close)
+		return true
+	}
 	base, err := url.Parse(f.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f, &testDoer{name: "clinic-a", base: base, client: f.Client()}
-}
-
-func (f *fakeEHR) got() []*http.Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]*http.Request(nil), f.requests...)
 }
 
 func writeFHIR(w http.ResponseWriter, status int, body string) {
@@ -163,7 +147,7 @@ func TestSearchPatients_SendsParametersForEveryQueryField(t *testing.T) {
 			if _, err := fhir.New(d, "").SearchPatients(context.Background(), tt.q); err != nil {
 				t.Fatal(err)
 			}
-			reqs := f.got()
+			reqs := f.gotRequests()
 			if len(reqs) != 1 {
 				t.Fatalf("requests = %d, want 1", len(reqs))
 			}
@@ -188,14 +172,14 @@ func TestSearchPatients_UsesTheConfiguredEndpoint(t *testing.T) {
 	if _, err := fhir.New(d, "/r4/Patient").SearchPatients(context.Background(), ehr.PatientQuery{Family: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.got()[0].URL.Path; got != "/r4/Patient" {
+	if got := f.gotRequests()[0].URL.Path; got != "/r4/Patient" {
 		t.Errorf("path = %q, want /r4/Patient", got)
 	}
 }
 
 // threePages serves pages 1..3 of two patients each, linked by absolute
 // next links.
-func threePages(f **fakeEHR) func(w http.ResponseWriter, r *http.Request) {
+func threePages(f **fakeFHIR) func(w http.ResponseWriter, r *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Query().Get("page") {
 		case "":
@@ -219,7 +203,7 @@ func ids(ps []ehr.Patient) string {
 }
 
 func TestSearchPatients_FollowsNextLinksAcrossPages(t *testing.T) {
-	var f *fakeEHR
+	var f *fakeFHIR
 	f, d := newFakeEHR(t, threePages(&f))
 	got, err := fhir.New(d, "").SearchPatients(context.Background(), ehr.PatientQuery{Family: "Doe", Max: 10})
 	if err != nil {
@@ -228,7 +212,7 @@ func TestSearchPatients_FollowsNextLinksAcrossPages(t *testing.T) {
 	if ids(got) != "1,2,3,4,5,6" {
 		t.Errorf("ids = %s, want 1..6", ids(got))
 	}
-	reqs := f.got()
+	reqs := f.gotRequests()
 	if len(reqs) != 3 {
 		t.Fatalf("requests = %d, want 3", len(reqs))
 	}
@@ -238,7 +222,7 @@ func TestSearchPatients_FollowsNextLinksAcrossPages(t *testing.T) {
 }
 
 func TestSearchPatients_StopsAtMax(t *testing.T) {
-	var f *fakeEHR
+	var f *fakeFHIR
 	f, d := newFakeEHR(t, threePages(&f))
 	got, err := fhir.New(d, "").SearchPatients(context.Background(), ehr.PatientQuery{Family: "Doe", Max: 3})
 	if err != nil {
@@ -253,7 +237,7 @@ func TestSearchPatients_StopsAtMax(t *testing.T) {
 }
 
 func TestSearchPatients_BoundsThePagesFetched(t *testing.T) {
-	var f *fakeEHR
+	var f *fakeFHIR
 	f, d := newFakeEHR(t, func(w http.ResponseWriter, r *http.Request) {
 		n := len(f.got()) // this request is recorded already
 		writeFHIR(w, 200, bundleOf(fmt.Sprintf("%s/Patient?page=%d", f.URL, n+1), patientJSON(fmt.Sprint(n))))
@@ -268,7 +252,7 @@ func TestSearchPatients_BoundsThePagesFetched(t *testing.T) {
 }
 
 func TestSearchPatients_StopsOnANextLinkLoop(t *testing.T) {
-	var f *fakeEHR
+	var f *fakeFHIR
 	f, d := newFakeEHR(t, func(w http.ResponseWriter, r *http.Request) {
 		writeFHIR(w, 200, bundleOf(f.URL+"/Patient?page=1", patientJSON("1")))
 	})
@@ -354,7 +338,7 @@ func TestSearchPatients_StopsWhenTheContextIsDone(t *testing.T) {
 func TestSearchPatients_StopsPagingWhenTheContextEndsMidway(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var f *fakeEHR
+	var f *fakeFHIR
 	f, d := newFakeEHR(t, func(w http.ResponseWriter, r *http.Request) {
 		writeFHIR(w, 200, bundleOf(f.URL+"/Patient?page=2", patientJSON("1")))
 		w.(http.Flusher).Flush()
@@ -594,7 +578,7 @@ func TestSearchPatients_ConvertsPatients(t *testing.T) {
 }
 
 func TestSearchPatients_SkipsARecordSeenOnAnEarlierPage(t *testing.T) {
-	var f *fakeEHR
+	var f *fakeFHIR
 	f, d := newFakeEHR(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("page") == "2" {
 			writeFHIR(w, 200, bundleOf("", patientJSON("2"), patientJSON("3")))

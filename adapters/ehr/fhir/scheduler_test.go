@@ -328,7 +328,7 @@ func TestCreateAppointment_SendsAConditionalCreateOfABookedAppointment(t *testin
 	if len(posts) != 1 {
 		t.Fatalf("posts = %v", posts)
 	}
-	h := f.headers[0]
+	h := f.gotRequests()[0].Header
 	if h.Get("Content-Type") != "application/fhir+json" || h.Get("Prefer") != "return=representation" {
 		t.Errorf("headers = %v", h)
 	}
@@ -490,7 +490,7 @@ func TestCancelAppointment_PutsWithIfMatchAndKeepsUnknownElements(t *testing.T) 
 	for i, r := range f.got() {
 		if strings.HasPrefix(r, "PUT /Appointment/"+id) {
 			puts++
-			if h := f.headers[i]; h.Get("If-Match") != `W/"1"` || h.Get("Content-Type") != "application/fhir+json" {
+			if h := f.gotRequests()[i].Header; h.Get("If-Match") != `W/"1"` || h.Get("Content-Type") != "application/fhir+json" {
 				t.Errorf("PUT headers = %v", h)
 			}
 		}

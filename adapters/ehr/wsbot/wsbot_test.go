@@ -131,17 +131,14 @@ func TestClient_CorrelatesConcurrentCallsAnsweredOutOfOrder(t *testing.T) {
 func TestClient_CallTimesOutWhileOtherCallsSucceed(t *testing.T) {
 	srv := wsbottest.Start(t)
 	ids := seedAgents(srv, 1)
-	srv.SetDelay("agents.get", 3*time.Second)
+	// The bot answers after 30 s: a call that ends in ehr_timeout before
+	// then was ended by a time-out of the client's (no clock read needed).
+	srv.SetDelay("agents.get", 30*time.Second)
 	c := newClient(t, srv.URL(), func(cfg *wsbot.Config) { cfg.CallTimeout = 300 * time.Millisecond })
 
 	var wg sync.WaitGroup
 	var slowErr error
-	var slowTook time.Duration
-	wg.Go(func() {
-		start := time.Now()
-		_, slowErr = c.GetAgent(t.Context(), ids[0])
-		slowTook = time.Since(start)
-	})
+	wg.Go(func() { _, slowErr = c.GetAgent(t.Context(), ids[0]) })
 	for range 20 {
 		if _, err := c.ListAgents(t.Context(), ehr.AgentFilter{}); err != nil {
 			t.Errorf("ListAgents beside a slow call: %v", err)
@@ -149,24 +146,23 @@ func TestClient_CallTimesOutWhileOtherCallsSucceed(t *testing.T) {
 	}
 	wg.Wait()
 	wantCode(t, "slow call", slowErr, core.KindTimeout, "ehr_timeout")
-	if slowTook > 2*time.Second {
-		t.Errorf("the slow call took %v; want about the 300 ms time-out", slowTook)
-	}
-
-	// The caller's deadline applies when it is the earlier one.
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := c.GetAgent(ctx, ids[0])
-	wantCode(t, "caller's deadline", err, core.KindTimeout, "ehr_timeout")
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("a call with a 50 ms deadline took %v", took)
-	}
 	if _, err := c.ListAgents(t.Context(), ehr.AgentFilter{}); err != nil {
-		t.Errorf("ListAgents after the time-outs: %v", err)
+		t.Errorf("ListAgents after the time-out: %v", err)
 	}
 	if n := srv.Connections(); n != 1 {
-		t.Errorf("time-outs cost the link: %d connections; want 1", n)
+		t.Errorf("a time-out cost the link: %d connections; want 1", n)
+	}
+
+	// The caller's deadline applies when it is the earlier one: with a call
+	// time-out of an hour, only the caller's 50 ms can end the call before
+	// the bot answers (and were it ignored, the answer would come, a success).
+	long := newClient(t, srv.URL(), func(cfg *wsbot.Config) { cfg.CallTimeout = time.Hour })
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := long.GetAgent(ctx, ids[0])
+	wantCode(t, "caller's deadline", err, core.KindTimeout, "ehr_timeout")
+	if _, err := long.ListAgents(t.Context(), ehr.AgentFilter{}); err != nil {
+		t.Errorf("ListAgents after the caller's deadline: %v", err)
 	}
 }
 
@@ -188,14 +184,12 @@ func TestClient_LinkDropFailsInFlightCallsAndTheNextCallReconnects(t *testing.T)
 		}()
 	}
 	eventually(t, "the calls to reach the bot", func() bool { return srv.Requests() >= n+1 })
-	dropped := time.Now()
 	srv.DropAll()
+	// ehr_unreachable, not the 20 s call time-out's ehr_timeout: the drop
+	// ended them.
 	for range n {
 		err := <-errs
 		wantCode(t, "in-flight call", err, core.KindBadGateway, "ehr_unreachable")
-	}
-	if took := time.Since(dropped); took > 2*time.Second {
-		t.Errorf("the in-flight calls failed %v after the drop; want at once", took)
 	}
 
 	srv.SetDelay("agents.get", 0)
@@ -235,12 +229,10 @@ func TestClient_DropsAPeerThatStopsAnsweringPings(t *testing.T) {
 
 	srv.IgnorePings(true)
 	srv.SetDelay("agents.get", 30*time.Second)
-	start := time.Now()
+	// The call time-out is 20 s: the message naming the pings shows the
+	// pong time-out ended the call.
 	_, err := c.GetAgent(t.Context(), ids[0])
 	wantCode(t, "call over a silent link", err, core.KindTimeout, "ehr_timeout")
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("the silent peer was dropped after %v; want about 300 ms", took)
-	}
 	if !strings.Contains(err.Error(), "ping") {
 		t.Errorf("error %q does not say the peer stopped answering pings", err)
 	}
@@ -305,8 +297,10 @@ func TestClient_RefusedHandshakeIsUnauthorized(t *testing.T) {
 func TestClient_ConcurrentCallsShareOneConnectionAttemptAndBackOff(t *testing.T) {
 	srv := wsbottest.Start(t, wsbottest.WithAuthorization("Bearer right"))
 	c := newClient(t, srv.URL(), func(cfg *wsbot.Config) {
-		cfg.BackoffBase = 400 * time.Millisecond
-		cfg.BackoffMax = 800 * time.Millisecond
+		// A backoff of at least 1 s after a failure: the check within it
+		// below has that much margin for a slow machine.
+		cfg.BackoffBase = 2 * time.Second
+		cfg.BackoffMax = 4 * time.Second
 	})
 	var wg sync.WaitGroup
 	for range 64 {
@@ -334,11 +328,10 @@ func TestClient_ConcurrentCallsShareOneConnectionAttemptAndBackOff(t *testing.T)
 		t.Errorf("the bot saw %d handshakes; want no new one", srv.Refused())
 	}
 	// A call that can wait is attempted after the backoff.
-	start := time.Now()
 	_, err = c.ListAgents(t.Context(), ehr.AgentFilter{})
 	wantCode(t, "call after the backoff", err, core.KindBadGateway, "ehr_unauthorized")
-	if took := time.Since(start); took < 100*time.Millisecond || srv.Refused() != refused+1 {
-		t.Errorf("the next attempt came after %v with %d handshakes; want after the backoff (≥ 200 ms), %d", took, srv.Refused(), refused+1)
+	if srv.Refused() != refused+1 {
+		t.Errorf("the bot saw %d handshakes; want %d", srv.Refused(), refused+1)
 	}
 }
 
@@ -367,12 +360,10 @@ func TestClient_BreakerOpensAfterRepeatedTransportFailures(t *testing.T) {
 		_, err := c.ListAgents(t.Context(), ehr.AgentFilter{})
 		wantCode(t, fmt.Sprintf("call %d", i), err, core.KindBadGateway, "ehr_unreachable")
 	}
-	start := time.Now()
+	// Nobody listens: circuit_open rather than ehr_unreachable shows the
+	// breaker answered without a dial.
 	_, err := c.ListAgents(t.Context(), ehr.AgentFilter{})
 	wantCode(t, "call after three failures", err, core.KindUnavailable, "circuit_open")
-	if took := time.Since(start); took > 500*time.Millisecond {
-		t.Errorf("the open breaker took %v to answer; want at once", took)
-	}
 }
 
 func TestClient_ProtocolErrorsDoNotOpenTheBreaker(t *testing.T) {
@@ -564,7 +555,8 @@ func TestClient_SearchPatients(t *testing.T) {
 func TestClient_ClosesCleanly(t *testing.T) {
 	srv := wsbottest.Start(t)
 	ids := seedAgents(srv, 64)
-	time.Sleep(20 * time.Millisecond)
+	// Goroutines of earlier tests still winding down only raise the baseline;
+	// clientGoroutines below checks the client's own without one.
 	base := runtime.NumGoroutine()
 
 	c, err := wsbot.New(wsbot.Config{Name: "clinic-bot", URL: srv.URL(), BackoffBase: time.Millisecond, PingInterval: 10 * time.Millisecond})
@@ -585,6 +577,9 @@ func TestClient_ClosesCleanly(t *testing.T) {
 		_, err := c.GetAgent(t.Context(), ids[0])
 		return err == nil
 	})
+	if clientGoroutines() == 0 {
+		t.Fatal("clientGoroutines sees none of a connected client's goroutines")
+	}
 	before := srv.Requests()
 	// A call in flight when Close comes fails at once.
 	srv.SetDelay("agents.get", 30*time.Second)
@@ -610,8 +605,29 @@ func TestClient_ClosesCleanly(t *testing.T) {
 	}
 
 	eventually(t, "the goroutines to end", func() bool {
-		return srv.OpenConnections() == 0 && runtime.NumGoroutine() <= base+1
+		return srv.OpenConnections() == 0 && clientGoroutines() == 0 && runtime.NumGoroutine() <= base+1
 	})
+}
+
+// clientGoroutines counts the goroutines with a frame of package wsbot (the
+// client; not wsbot_test, not wsbotserver) in their stack.
+func clientGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "/adapters/ehr/wsbot.") {
+			n++
+		}
+	}
+	return n
 }
 
 func TestNew_ValidatesTheConfig(t *testing.T) {
