@@ -321,11 +321,11 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := idem.Complete(ctx, "ana", "k1", []byte(`{"appointmentId":"a-2"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-2", Event: booked("a-2")}); err != nil {
+	if err := idem.Complete(ctx, "ana", "k1", ehr.Outcome{AppointmentID: "a-2"}, &ehr.Booking{Subject: "ana", AppointmentID: "a-2", Event: booked("a-2")}); err != nil {
 		t.Fatal(err)
 	}
 	oneEvent(t, db, &seq, event.AppointmentBooked, "", data("a-2"))
-	if err := idem.Complete(ctx, "ana", "k2", []byte(`{"error":{}}`), nil); err != nil {
+	if err := idem.Complete(ctx, "ana", "k2", ehr.Outcome{Error: &ehr.OutcomeError{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	noEvent(t, db, &seq, "an outcome of no booking")
@@ -335,7 +335,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	if _, err := db.Pool().Exec(ctx, `ALTER TABLE appointment_bookings ADD CONSTRAINT no_x CHECK (appointment_id <> 'x')`); err != nil {
 		t.Fatal(err)
 	}
-	if err := idem.Complete(ctx, "ana", "k3", []byte(`{"appointmentId":"x"}`), &ehr.Booking{Subject: "ana", AppointmentID: "x", Event: booked("x")}); err == nil {
+	if err := idem.Complete(ctx, "ana", "k3", ehr.Outcome{AppointmentID: "x"}, &ehr.Booking{Subject: "ana", AppointmentID: "x", Event: booked("x")}); err == nil {
 		t.Fatal("Complete succeeded with a booking that cannot be recorded")
 	}
 	// and when its event cannot be written (an event of the same id is
@@ -345,7 +345,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventsAfter(t, db, &seq)
-	if err := idem.Complete(ctx, "ana", "k4", []byte(`{"appointmentId":"a-3"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-3", Event: dup}); err == nil {
+	if err := idem.Complete(ctx, "ana", "k4", ehr.Outcome{AppointmentID: "a-3"}, &ehr.Booking{Subject: "ana", AppointmentID: "a-3", Event: dup}); err == nil {
 		t.Fatal("Complete succeeded with an event that cannot be written")
 	}
 	if err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-3", Event: dup}); err == nil {

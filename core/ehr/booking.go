@@ -328,19 +328,15 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 		return Booked{}, err
 	}
 	if err != nil {
-		return Booked{}, s.complete(ctx, actor.Subject, key, outcome{Error: &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
+		return Booked{}, s.complete(ctx, actor.Subject, key, Outcome{Error: &OutcomeError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
 	}
 	return Booked{Appointment: a}, nil
 }
 
 // complete stores an Idempotency-Key's outcome (and the booking, when b is
 // set) and returns answer, the request's own result.
-func (s *Integration) complete(ctx context.Context, subject, key string, out outcome, b *Booking, answer error) error {
-	raw, err := json.Marshal(out)
-	if err == nil {
-		err = s.idem.Complete(context.WithoutCancel(ctx), subject, key, raw, b)
-	}
-	if err != nil {
+func (s *Integration) complete(ctx context.Context, subject, key string, out Outcome, b *Booking, answer error) error {
+	if err := s.idem.Complete(context.WithoutCancel(ctx), subject, key, out, b); err != nil {
 		return fmt.Errorf("store idempotent outcome: %w", err)
 	}
 	return answer
@@ -357,28 +353,26 @@ func isFinal(k core.Kind) bool {
 	return false
 }
 
-// outcome is what an Idempotency-Key keeps of its first answer: the
+// Outcome is what an Idempotency-Key keeps of its first answer: the
 // appointment's id and status (the appointment itself is read again from
-// the EHR on a repeat), or the failure. It never holds patient data.
-type outcome struct {
-	AppointmentID string       `json:"appointmentId,omitempty"`
-	Status        string       `json:"status,omitempty"`
-	Error         *storedError `json:"error,omitempty"`
+// the EHR on a repeat), or the failure. It never holds patient data; the
+// IdempotencyStore owns its encoding.
+type Outcome struct {
+	AppointmentID string
+	Status        string
+	Error         *OutcomeError // nil: the booking succeeded
 }
 
-type storedError struct {
-	Kind    core.Kind `json:"kind"`
-	Code    string    `json:"code"`
-	Message string    `json:"message"`
+// OutcomeError is the failure of a first answer, given again on a repeat.
+type OutcomeError struct {
+	Kind    core.Kind
+	Code    string
+	Message string
 }
 
 // replay answers a repeated Idempotency-Key: the first failure again, or
 // the appointment it booked as the EHR has it now.
-func replay(ctx context.Context, sch Scheduler, raw []byte) (Booked, error) {
-	var out outcome
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return Booked{}, fmt.Errorf("stored idempotent outcome: %w", err)
-	}
+func replay(ctx context.Context, sch Scheduler, out Outcome) (Booked, error) {
 	if out.Error != nil {
 		return Booked{Replayed: true}, &core.Error{Kind: out.Error.Kind, Code: out.Error.Code, Message: out.Error.Message}
 	}
@@ -502,7 +496,7 @@ func (s *Integration) settle(ctx context.Context, h Hold, a Appointment) error {
 	b := Booking{Subject: h.Subject, Business: h.Business, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID,
 		Event: appointmentEvent(event.AppointmentBooked, a, h.Business)}
 	if h.IdempotencyKey != "" {
-		return s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{AppointmentID: a.ID, Status: string(a.Status)}, &b, nil)
+		return s.complete(ctx, h.Subject, h.IdempotencyKey, Outcome{AppointmentID: a.ID, Status: string(a.Status)}, &b, nil)
 	}
 	if err := s.bookings.Record(context.WithoutCancel(ctx), b); err != nil {
 		return fmt.Errorf("record booking %s: %w", a.ID, err)
@@ -567,7 +561,7 @@ func (s *Integration) resume(ctx context.Context, c requester, r BookingRequest)
 	booked, err = s.create(ctx, sch, h, a)
 	var ce *core.Error
 	if err != nil && errors.As(err, &ce) && isFinal(ce.Kind) && !errors.Is(err, ErrAgentBusy) {
-		return Booked{}, s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{Error: &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
+		return Booked{}, s.complete(ctx, h.Subject, h.IdempotencyKey, Outcome{Error: &OutcomeError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
 	}
 	if err != nil && !errors.Is(err, errOutcomeUnknown) {
 		_ = s.idem.Release(context.WithoutCancel(ctx), h.Subject, h.IdempotencyKey)

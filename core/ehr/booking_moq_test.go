@@ -322,10 +322,10 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //
 //		// make and configure a mocked IdempotencyStore
 //		mockedIdempotencyStore := &IdempotencyStoreMock{
-//			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error) {
+//			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprints []string) (Outcome, bool, error) {
 //				panic("mock out the Claim method")
 //			},
-//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error {
+//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome Outcome, booking *Booking) error {
 //				panic("mock out the Complete method")
 //			},
 //			ReleaseFunc: func(ctx context.Context, subject string, key string) error {
@@ -339,10 +339,10 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //	}
 type IdempotencyStoreMock struct {
 	// ClaimFunc mocks the Claim method.
-	ClaimFunc func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error)
+	ClaimFunc func(ctx context.Context, subject string, key string, fingerprints []string) (Outcome, bool, error)
 
 	// CompleteFunc mocks the Complete method.
-	CompleteFunc func(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error
+	CompleteFunc func(ctx context.Context, subject string, key string, outcome Outcome, booking *Booking) error
 
 	// ReleaseFunc mocks the Release method.
 	ReleaseFunc func(ctx context.Context, subject string, key string) error
@@ -369,7 +369,7 @@ type IdempotencyStoreMock struct {
 			// Key is the key argument value.
 			Key string
 			// Outcome is the outcome argument value.
-			Outcome []byte
+			Outcome Outcome
 			// Booking is the booking argument value.
 			Booking *Booking
 		}
@@ -389,7 +389,7 @@ type IdempotencyStoreMock struct {
 }
 
 // Claim calls ClaimFunc.
-func (mock *IdempotencyStoreMock) Claim(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error) {
+func (mock *IdempotencyStoreMock) Claim(ctx context.Context, subject string, key string, fingerprints []string) (Outcome, bool, error) {
 	if mock.ClaimFunc == nil {
 		panic("IdempotencyStoreMock.ClaimFunc: method is nil but IdempotencyStore.Claim was just called")
 	}
@@ -433,7 +433,7 @@ func (mock *IdempotencyStoreMock) ClaimCalls() []struct {
 }
 
 // Complete calls CompleteFunc.
-func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome []byte, booking *Booking) error {
+func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome Outcome, booking *Booking) error {
 	if mock.CompleteFunc == nil {
 		panic("IdempotencyStoreMock.CompleteFunc: method is nil but IdempotencyStore.Complete was just called")
 	}
@@ -441,7 +441,7 @@ func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, 
 		Ctx     context.Context
 		Subject string
 		Key     string
-		Outcome []byte
+		Outcome Outcome
 		Booking *Booking
 	}{
 		Ctx:     ctx,
@@ -464,14 +464,14 @@ func (mock *IdempotencyStoreMock) CompleteCalls() []struct {
 	Ctx     context.Context
 	Subject string
 	Key     string
-	Outcome []byte
+	Outcome Outcome
 	Booking *Booking
 } {
 	var calls []struct {
 		Ctx     context.Context
 		Subject string
 		Key     string
-		Outcome []byte
+		Outcome Outcome
 		Booking *Booking
 	}
 	mock.lockComplete.RLock()
