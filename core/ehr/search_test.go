@@ -15,16 +15,16 @@ import (
 // memCache is an in-memory Cache through the moq mock.
 func memCache() *CacheMock {
 	var mu sync.Mutex
-	vals := map[string][]byte{}
+	vals := map[string]Answer{}
 	counts := map[string]int64{}
 	return &CacheMock{
-		GetFunc: func(_ context.Context, k string) ([]byte, bool, error) {
+		GetFunc: func(_ context.Context, k string) (Answer, bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			v, ok := vals[k]
 			return v, ok, nil
 		},
-		SetFunc: func(_ context.Context, k string, v []byte, _ time.Duration) error {
+		SetFunc: func(_ context.Context, k string, v Answer, _ time.Duration) error {
 			mu.Lock()
 			defer mu.Unlock()
 			vals[k] = v
@@ -277,5 +277,11 @@ func TestSearch_QueriesEHRsInParallel(t *testing.T) {
 	}
 	if took := time.Since(start); took > 400*time.Millisecond {
 		t.Fatalf("three 150 ms EHRs took %v: not in parallel", took)
+	}
+}
+
+func TestCacheKey_IsVersioned(t *testing.T) {
+	if k := cacheKey("subject", validated{}, nil); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v2:" {
+		t.Errorf("cache key %q; want the prefix search:v2:", k)
 	}
 }
