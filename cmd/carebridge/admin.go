@@ -98,7 +98,8 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 			if *limit < 1 || *limit > 10000 {
 				return nil, errors.New("--limit must be 1 to 10000")
 			}
-			return db.Webhooks().Deliveries(ctx, *failed, *limit)
+			ds, err := db.Webhooks().Deliveries(ctx, *failed, *limit)
+			return toDeliveriesJSON(ds), err
 		}
 	default:
 		return fmt.Errorf("unknown admin command %q\n%s", cmd, adminUsage)
@@ -153,6 +154,33 @@ func toWebhookJSON(s event.Subscription) webhookJSON {
 		w.BusinessID = &s.BusinessID
 	}
 	return w
+}
+
+// deliveryJSON is a delivery as webhook-deliveries prints it; the CLI owns
+// this format (event.DeliveryRecord's json tags are not used).
+type deliveryJSON struct {
+	ID            int64      `json:"id"`
+	Subscription  string     `json:"subscriptionId"`
+	EventID       string     `json:"eventId"`
+	Type          string     `json:"type"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	LastStatus    int        `json:"lastStatus,omitempty"`
+	LastError     string     `json:"lastError,omitempty"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	OccurredAt    time.Time  `json:"occurredAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+}
+
+// toDeliveriesJSON is ds as webhook-deliveries prints them: [] when none.
+func toDeliveriesJSON(ds []event.DeliveryRecord) []deliveryJSON {
+	out := make([]deliveryJSON, len(ds))
+	for i, d := range ds {
+		out[i] = deliveryJSON{ID: d.ID, Subscription: d.Subscription, EventID: d.EventID, Type: string(d.Type),
+			State: string(d.State), Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError,
+			NextAttemptAt: d.NextAttemptAt, OccurredAt: d.OccurredAt, UpdatedAt: d.UpdatedAt}
+	}
+	return out
 }
 
 // addWebhook checks and stores a subscription, and returns its id and
