@@ -127,7 +127,7 @@ func TestSearch_MergesPaginatesAndCaches(t *testing.T) {
 
 	var seen []string
 	for page := 1; page <= 3; page++ {
-		r, err := s.Search(caller("alice"), SearchRequest{Query: "Family", Page: &page})
+		r, err := s.Search(caller("alice"), SearchRequest{Query: "Family", Page: PageRequest{Page: page}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func TestSearch_RefusesBadRequestsBeforeAnyEHR(t *testing.T) {
 	if _, err := s.Search(context.Background(), SearchRequest{Query: "x"}); !errors.Is(err, core.ErrUnauthenticated) {
 		t.Fatalf("no caller: %v", err)
 	}
-	if _, err := s.Search(caller("u"), SearchRequest{Query: "x", Limit: new(500)}); !errors.Is(err, ErrInvalidSearch) {
+	if _, err := s.Search(caller("u"), SearchRequest{Query: "x", Page: PageRequest{Limit: 500}}); !errors.Is(err, ErrInvalidSearch) {
 		t.Fatalf("bad limit: %v", err)
 	}
 	for _, scopes := range []string{"", "patient/Patient.rs", "user/Patient.r user/Appointment.cruds"} {
@@ -255,7 +255,7 @@ func TestSearch_RefusesBadRequestsBeforeAnyEHR(t *testing.T) {
 		}
 	}
 	system := core.WithActor(context.Background(), core.Actor{Subject: "svc", Scopes: core.ParseScopes("system/Patient.rs")})
-	if _, err := s.Search(system, SearchRequest{Query: "x", Limit: new(500)}); !errors.Is(err, ErrInvalidSearch) {
+	if _, err := s.Search(system, SearchRequest{Query: "x", Page: PageRequest{Limit: 500}}); !errors.Is(err, ErrInvalidSearch) {
 		t.Fatalf("a system scope is enough to be checked further: %v", err)
 	}
 	if len(e.SearchPatientsCalls()) != 0 {
