@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/carebridge/carebridge/core/ehr"
@@ -21,6 +22,55 @@ type searchRequest struct {
 		Page  *int `json:"page"`  // nil: absent (the core's default)
 		Limit *int `json:"limit"` // nil: absent (the core's default)
 	} `json:"pagination"`
+}
+
+// parse turns the body into the core's typed request: the pagination
+// values given (each must be positive; absent is the core's default) and
+// the dates of filters.dateRange. The core checks the rest.
+func (req searchRequest) parse() (ehr.SearchRequest, error) {
+	sr := ehr.SearchRequest{Query: req.Query, SearchType: req.SearchType,
+		Location: req.Filters.Location, RecordType: req.Filters.RecordType}
+	var err error
+	if sr.Page.Page, err = pageValue(req.Pagination.Page, "page", ehr.MaxPage); err != nil {
+		return sr, err
+	}
+	if sr.Page.Limit, err = pageValue(req.Pagination.Limit, "limit", ehr.MaxLimit); err != nil {
+		return sr, err
+	}
+	if req.Filters.DateRange != "" {
+		if sr.UpdatedFrom, sr.UpdatedTo, err = parseDateRange(req.Filters.DateRange); err != nil {
+			return sr, err
+		}
+	}
+	return sr, nil
+}
+
+// pageValue is a pagination value of the body: 0 when absent (the core's
+// default); given, it must be at least 1 (the core checks the maximum).
+func pageValue(v *int, name string, maxValue int) (int, error) {
+	switch {
+	case v == nil:
+		return 0, nil
+	case *v < 1:
+		return 0, ehr.ErrInvalidSearch.WithMessage("pagination.%s must be between 1 and %d", name, maxValue)
+	}
+	return *v, nil
+}
+
+// parseDateRange reads filters.dateRange, YYYY-MM-DD/YYYY-MM-DD (the core
+// checks that it does not end before it starts).
+func parseDateRange(s string) (from, to time.Time, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		from, err = time.Parse(time.DateOnly, a)
+	}
+	if ok && err == nil {
+		to, err = time.Parse(time.DateOnly, b)
+	}
+	if !ok || err != nil {
+		return time.Time{}, time.Time{}, ehr.ErrInvalidSearch.WithMessage("filters.dateRange must be YYYY-MM-DD/YYYY-MM-DD")
+	}
+	return from, to, nil
 }
 
 type searchResponse struct {
@@ -86,11 +136,12 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.searcher.Search(r.Context(), ehr.SearchRequest{
-		Query: req.Query, SearchType: req.SearchType, DateRange: req.Filters.DateRange,
-		Location: req.Filters.Location, RecordType: req.Filters.RecordType,
-		Page: req.Pagination.Page, Limit: req.Pagination.Limit,
-	})
+	sr, err := req.parse()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.searcher.Search(r.Context(), sr)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

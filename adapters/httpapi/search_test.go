@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -43,7 +44,9 @@ func TestSearch_MapsTheRequestAndAnswersTheSpecShape(t *testing.T) {
 		}, nil
 	}}
 	w := searchCall(t, newSearchServer(t, m), `{"query":"given:Ana","searchType":"patient_record","filters":{"dateRange":"2024-01-01/2024-12-31","location":"main","recordType":"all"},"pagination":{"page":2,"limit":5}}`)
-	want := ehr.SearchRequest{Query: "given:Ana", SearchType: "patient_record", DateRange: "2024-01-01/2024-12-31", Location: "main", RecordType: "all", Page: new(2), Limit: new(5)}
+	want := ehr.SearchRequest{Query: "given:Ana", SearchType: "patient_record", Location: "main", RecordType: "all",
+		UpdatedFrom: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), UpdatedTo: time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC),
+		Page: ehr.PageRequest{Page: 2, Limit: 5}}
 	if w.Code != 200 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("status %d, core got %+v", w.Code, got)
 	}
@@ -109,5 +112,31 @@ func TestSearch_StatusesAndErrors(t *testing.T) {
 	}
 	if len(m.SearchCalls()) != 0 {
 		t.Fatal("refused requests reached the core")
+	}
+}
+
+// The body's strings and optional numbers are parsed here; the core gets
+// typed values and checks the rest.
+func TestSearchRequest_ParseIsTheEdgesWork(t *testing.T) {
+	parse := func(body string) (ehr.SearchRequest, error) {
+		var req searchRequest
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		return req.parse()
+	}
+	if sr, err := parse(`{"query":"Ana"}`); err != nil || sr.Page != (ehr.PageRequest{}) || !sr.UpdatedFrom.IsZero() || !sr.UpdatedTo.IsZero() {
+		t.Fatalf("absent values: %+v %v", sr, err)
+	}
+	for body, mention := range map[string]string{
+		`{"query":"a","pagination":{"page":0}}`:              "pagination.page must be between 1 and 10000",
+		`{"query":"a","pagination":{"page":-3}}`:             "pagination.page must be between 1 and 10000",
+		`{"query":"a","pagination":{"limit":0}}`:             "pagination.limit must be between 1 and 100",
+		`{"query":"a","filters":{"dateRange":"2024-01-01"}}`: "filters.dateRange must be YYYY-MM-DD/YYYY-MM-DD",
+		`{"query":"a","filters":{"dateRange":"x/y"}}`:        "filters.dateRange must be YYYY-MM-DD/YYYY-MM-DD",
+	} {
+		if _, err := parse(body); !errors.Is(err, ehr.ErrInvalidSearch) || !strings.Contains(err.Error(), mention) {
+			t.Errorf("%s: %v, want invalid_search: %s", body, err, mention)
+		}
 	}
 }

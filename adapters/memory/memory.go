@@ -1,12 +1,12 @@
 // Package memory is the in-process ehr.Cache, used when REDIS_URL is unset:
-// search results in a bounded LRU with a lifetime per entry, and the
-// rate-limit counters in a bounded map whose windows expire. It serves one
+// search answers, kept as they are (nothing is encoded in process), in a
+// bounded LRU with a lifetime per entry, and the rate-limit counters in a
+// bounded map whose windows expire. It serves one
 // service instance; several instances need the redis adapter to share
 // counters and results.
 package memory
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -43,7 +43,7 @@ type Cache struct {
 }
 
 type entry struct {
-	value   []byte
+	value   ehr.Answer
 	expires time.Time
 }
 
@@ -70,26 +70,26 @@ func New(maxEntries int) *Cache {
 	}
 }
 
-// Get returns a copy of the value of key, or false when it is absent or
-// expired.
-func (c *Cache) Get(_ context.Context, key string) ([]byte, bool, error) {
+// Get returns the answer of key, or false when it is absent or expired.
+// The answer is the one Set was given, not a copy: nothing is encoded in
+// process, and callers never modify an answer.
+func (c *Cache) Get(_ context.Context, key string) (ehr.Answer, bool, error) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.values.Get(key)
 	if !ok {
-		return nil, false, nil
+		return ehr.Answer{}, false, nil
 	}
 	if !now.Before(e.expires) {
 		c.values.Remove(key)
-		return nil, false, nil
+		return ehr.Answer{}, false, nil
 	}
-	return bytes.Clone(e.value), true, nil
+	return e.value, true, nil
 }
 
-// Set stores a copy of value under key for ttl; a ttl of zero or less
-// removes key.
-func (c *Cache) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
+// Set stores a under key for ttl; a ttl of zero or less removes key.
+func (c *Cache) Set(_ context.Context, key string, a ehr.Answer, ttl time.Duration) error {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -97,11 +97,7 @@ func (c *Cache) Set(_ context.Context, key string, value []byte, ttl time.Durati
 		c.values.Remove(key)
 		return nil
 	}
-	v := bytes.Clone(value)
-	if v == nil {
-		v = []byte{}
-	}
-	c.values.Add(key, entry{value: v, expires: now.Add(ttl)})
+	c.values.Add(key, entry{value: a, expires: now.Add(ttl)})
 	return nil
 }
 

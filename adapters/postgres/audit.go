@@ -56,7 +56,7 @@ type AuditLog struct {
 // auditCall is one queued event and the caller waiting for its commit.
 type auditCall struct {
 	e        audit.Event
-	detail   []byte      // audit.CanonicalDetail(e.Detail), what is stored
+	detail   []byte      // canonicalDetail(e.Detail), what is stored
 	business pgtype.UUID // e.BusinessID; not Valid when none
 	done     chan error  // buffered: the writer never waits on a caller
 }
@@ -137,7 +137,7 @@ func newAuditCall(e audit.Event) (*auditCall, error) {
 	if e.Status < 0 || e.Status > math.MaxInt16 {
 		return nil, fmt.Errorf("record audit event: status %d out of range", e.Status)
 	}
-	detail, err := audit.CanonicalDetail(e.Detail)
+	detail, err := canonicalDetail(e.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("record audit event: detail: %w", err)
 	}
@@ -145,7 +145,7 @@ func newAuditCall(e audit.Event) (*auditCall, error) {
 		e.At = time.Now()
 	}
 	// What is hashed must be exactly what is stored and read back.
-	e.At = audit.CanonicalTime(e.At)
+	e.At = canonicalTime(e.At)
 	e.RequestID = storableText(e.RequestID)
 	e.Actor = storableText(e.Actor)
 	e.Action = audit.Action(storableText(string(e.Action)))
@@ -403,7 +403,7 @@ func chain(calls []*auditCall, head chainHead) ([]any, chainHead) {
 		next.id++
 		e := c.e
 		e.ID = next.id
-		next.hash = audit.LinkDetail(next.hash, e, c.detail)
+		next.hash = linkDetail(next.hash, e, c.detail)
 		cols.add(e, c.detail, next.hash, c.business)
 	}
 	return []any{cols.id, cols.at, cols.requestID, cols.actor, cols.action, cols.resourceType,
@@ -541,7 +541,7 @@ func (r *AuditTrail) List(ctx context.Context, f AuditFilter) ([]audit.Event, er
 // Verify recomputes the chain over every event, in id order, and compares
 // its end with the chain head, all in one snapshot so concurrent writers do
 // not disturb it. events is the number of events; when ok is false,
-// firstBad is where the chain stops checking out (see audit.Verifier).
+// firstBad is where the chain stops checking out (see verifier).
 func (r *AuditTrail) Verify(ctx context.Context) (events int, firstBad int64, ok bool, err error) {
 	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -560,7 +560,7 @@ func (r *AuditTrail) Verify(ctx context.Context) (events int, firstBad int64, ok
 		return 0, 0, false, fmt.Errorf("verify audit trail: %w", err)
 	}
 	defer rows.Close()
-	var v audit.Verifier
+	var v verifier
 	for rows.Next() {
 		e, err := scanAuditEvent(rows)
 		if errors.Is(err, errAuditDetail) {

@@ -126,7 +126,7 @@ func TestIntegrationAuditLog_StoresEveryFieldAndChainsIt(t *testing.T) {
 	if len(got) != len(in) {
 		t.Fatalf("%d events, want %d", len(got), len(in))
 	}
-	prev := audit.Genesis()
+	prev := postgres.AuditGenesis()
 	for i, g := range got {
 		want := in[i]
 		want.ID = int64(i + 1)
@@ -143,10 +143,10 @@ func TestIntegrationAuditLog_StoresEveryFieldAndChainsIt(t *testing.T) {
 			g.Status != want.Status {
 			t.Errorf("event %d:\n got %+v\nwant %+v", i+1, g, want)
 		}
-		if !bytes.Equal(audit.Canonical(g), audit.Canonical(want)) {
-			t.Errorf("event %d canonical:\n got %s\nwant %s", i+1, audit.Canonical(g), audit.Canonical(want))
+		if !bytes.Equal(postgres.AuditCanonical(g), postgres.AuditCanonical(want)) {
+			t.Errorf("event %d canonical:\n got %s\nwant %s", i+1, postgres.AuditCanonical(g), postgres.AuditCanonical(want))
 		}
-		if wantHash := audit.Link(prev, want); !bytes.Equal(g.Hash, wantHash) {
+		if wantHash := postgres.AuditLink(prev, want); !bytes.Equal(g.Hash, wantHash) {
 			t.Errorf("event %d: hash %x, want %x", i+1, g.Hash, wantHash)
 		}
 		prev = g.Hash
@@ -743,7 +743,7 @@ func TestIntegrationAuditTrail_FormerEventsWithoutBusinessStillVerify(t *testing
 	// Written as the former writer did: its canonical form, typed out here.
 	former := []byte(`{"id":1,"at":"2025-03-01T09:00:00Z","requestId":"r-old","actor":"alice",` +
 		`"action":"blob.download","resourceType":"blob","resourceId":"7","outcome":"success","status":200,"detail":{}}`)
-	h := sha256.Sum256(append(audit.Genesis(), former...))
+	h := sha256.Sum256(append(postgres.AuditGenesis(), former...))
 	for _, sql := range []string{`INSERT INTO audit_events (id, at, request_id, actor, action, resource_type,
 			resource_id, outcome, status, detail, hash)
 		VALUES (1, '2025-03-01T09:00:00Z', 'r-old', 'alice', 'blob.download', 'blob', '7', 'success', 200, '{}', $1)`,

@@ -34,9 +34,9 @@ var _ ehr.IdempotencyStore = (*Idempotency)(nil)
 
 // Claim records the key with the first of fingerprints, or returns what
 // the first request stored when its fingerprint is any of them.
-func (r *Idempotency) Claim(ctx context.Context, subject, key string, fingerprints []string) ([]byte, bool, error) {
+func (r *Idempotency) Claim(ctx context.Context, subject, key string, fingerprints []string) (ehr.Outcome, bool, error) {
 	if len(fingerprints) == 0 {
-		return nil, false, errors.New("claim idempotency key: no fingerprint")
+		return ehr.Outcome{}, false, errors.New("claim idempotency key: no fingerprint")
 	}
 	tag, err := r.db.Exec(ctx, `
 		INSERT INTO idempotency_keys (subject, key, fingerprint) VALUES ($1, $2, $3)
@@ -45,10 +45,10 @@ func (r *Idempotency) Claim(ctx context.Context, subject, key string, fingerprin
 		   OR idempotency_keys.created_at < now() - make_interval(secs => $5)`,
 		subject, key, fingerprints[0], staleClaim.Seconds(), IdempotencyRetention.Seconds())
 	if err != nil {
-		return nil, false, fmt.Errorf("claim idempotency key: %w", err)
+		return ehr.Outcome{}, false, fmt.Errorf("claim idempotency key: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
-		return nil, false, nil
+		return ehr.Outcome{}, false, nil
 	}
 	var stored string
 	var outcome []byte
@@ -56,21 +56,29 @@ func (r *Idempotency) Claim(ctx context.Context, subject, key string, fingerprin
 		subject, key).Scan(&stored, &outcome)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, false, ehr.ErrIdempotencyInProgress // released meanwhile; the client may try again
+		return ehr.Outcome{}, false, ehr.ErrIdempotencyInProgress // released meanwhile; the client may try again
 	case err != nil:
-		return nil, false, fmt.Errorf("read idempotency key: %w", err)
+		return ehr.Outcome{}, false, fmt.Errorf("read idempotency key: %w", err)
 	case !slices.Contains(fingerprints, stored):
-		return nil, false, ehr.ErrIdempotencyKeyReused
+		return ehr.Outcome{}, false, ehr.ErrIdempotencyKeyReused
 	case outcome == nil:
-		return nil, false, ehr.ErrIdempotencyInProgress
+		return ehr.Outcome{}, false, ehr.ErrIdempotencyInProgress
 	}
-	return outcome, true, nil
+	out, err := decodeOutcome(outcome)
+	if err != nil {
+		return ehr.Outcome{}, false, fmt.Errorf("stored idempotent outcome: %w", err)
+	}
+	return out, true, nil
 }
 
 // Complete stores the outcome of a claimed key.
-func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome []byte) error {
-	_, err := r.db.Exec(ctx, `UPDATE idempotency_keys SET outcome = $3, completed_at = now() WHERE subject = $1 AND key = $2`,
-		subject, key, outcome)
+func (r *Idempotency) Complete(ctx context.Context, subject, key string, outcome ehr.Outcome) error {
+	raw, err := encodeOutcome(outcome)
+	if err != nil {
+		return fmt.Errorf("store idempotent outcome: %w", err)
+	}
+	_, err = r.db.Exec(ctx, `UPDATE idempotency_keys SET outcome = $3, completed_at = now() WHERE subject = $1 AND key = $2`,
+		subject, key, raw)
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}

@@ -269,12 +269,12 @@ func TestIntegrationIdempotency_ClaimCompleteReplay(t *testing.T) {
 	if _, _, err := idem.Claim(ctx, "alice", "k1", []string{"fp-a"}); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
 		t.Fatalf("claim while running: %v", err)
 	}
-	if err := idem.Complete(ctx, "alice", "k1", []byte(`{"appointmentId":"a-1","status":"booked"}`)); err != nil {
+	if err := idem.Complete(ctx, "alice", "k1", ehr.Outcome{AppointmentID: "a-1", Status: "booked"}); err != nil {
 		t.Fatal(err)
 	}
 	out, done, err := idem.Claim(ctx, "alice", "k1", []string{"fp-a"})
-	if err != nil || !done || string(out) != `{"status": "booked", "appointmentId": "a-1"}` {
-		t.Fatalf("replay: %q %v %v", out, done, err)
+	if err != nil || !done || out != (ehr.Outcome{AppointmentID: "a-1", Status: "booked"}) {
+		t.Fatalf("replay: %+v %v %v", out, done, err)
 	}
 	if _, _, err := idem.Claim(ctx, "alice", "k1", []string{"fp-b"}); !errors.Is(err, ehr.ErrIdempotencyKeyReused) {
 		t.Fatalf("another request with the key: %v", err)
@@ -301,7 +301,7 @@ func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {
 	if _, _, err := idem.Claim(ctx, "ana", "k1", []string{"fp"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ehrTx(db, "k1", []byte(`{"appointmentId":"a-2"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-2"}, bookedEvent("a-2")); err != nil {
+	if err := ehrTx(db, "k1", ehr.Outcome{AppointmentID: "a-2"}, &ehr.Booking{Subject: "ana", AppointmentID: "a-2"}, bookedEvent("a-2")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-1"}); err != nil {
@@ -333,7 +333,7 @@ func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {
 	if _, err := db.Pool().Exec(ctx, `ALTER TABLE appointment_bookings ADD CONSTRAINT no_x CHECK (appointment_id <> 'x')`); err != nil {
 		t.Fatal(err)
 	}
-	if err := ehrTx(db, "k2", []byte(`{"appointmentId":"x"}`), &ehr.Booking{Subject: "ana", AppointmentID: "x"}, bookedEvent("x")); err == nil {
+	if err := ehrTx(db, "k2", ehr.Outcome{AppointmentID: "x"}, &ehr.Booking{Subject: "ana", AppointmentID: "x"}, bookedEvent("x")); err == nil {
 		t.Fatal("Complete succeeded with a booking that cannot be recorded")
 	}
 	if _, _, err := idem.Claim(ctx, "ana", "k2", []string{"fp"}); !errors.Is(err, ehr.ErrIdempotencyInProgress) {
@@ -349,7 +349,7 @@ func TestIntegrationIdempotency_ExpiresAfterRetention(t *testing.T) {
 		if _, _, err := idem.Claim(ctx, "ana", k, []string{"fp-1"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := idem.Complete(ctx, "ana", k, []byte(`{"appointmentId":"a"}`)); err != nil {
+		if err := idem.Complete(ctx, "ana", k, ehr.Outcome{AppointmentID: "a"}); err != nil {
 			t.Fatal(err)
 		}
 	}

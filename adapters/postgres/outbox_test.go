@@ -373,7 +373,7 @@ func TestIntegrationOutbox_AFailedChangeWritesNoEvent(t *testing.T) {
 // ehrTx runs what the EHR core does to record a booking the EHR
 // confirmed: the Idempotency-Key's outcome when key is set, the booking,
 // and its event the first time, in one transaction.
-func ehrTx(db *postgres.Store, key string, outcome []byte, b *ehr.Booking, e core.Event) error {
+func ehrTx(db *postgres.Store, key string, outcome ehr.Outcome, b *ehr.Booking, e core.Event) error {
 	return db.EHRTx().WithinTx(context.Background(), func(ctx context.Context, r ehr.Repos) error {
 		if key != "" {
 			if err := r.Idempotency.Complete(ctx, "ana", key, outcome); err != nil || b == nil {
@@ -402,7 +402,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	var seq int64
 
 	ev := booked("a-1")
-	if err := ehrTx(db, "", nil, &ehr.Booking{Subject: "ana", AppointmentID: "a-1"}, ev); err != nil {
+	if err := ehrTx(db, "", ehr.Outcome{}, &ehr.Booking{Subject: "ana", AppointmentID: "a-1"}, ev); err != nil {
 		t.Fatal(err)
 	}
 	if e := oneEvent(t, db, &seq, core.AppointmentBooked, "", data("a-1")); e.ID != ev.ID {
@@ -411,7 +411,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	// Recording it again (a retry, with the same event or a fresh one)
 	// writes nothing more.
 	for _, again := range []core.Event{ev, booked("a-1")} {
-		if err := ehrTx(db, "", nil, &ehr.Booking{Subject: "ana", AppointmentID: "a-1"}, again); err != nil {
+		if err := ehrTx(db, "", ehr.Outcome{}, &ehr.Booking{Subject: "ana", AppointmentID: "a-1"}, again); err != nil {
 			t.Fatalf("recording again: %v", err)
 		}
 	}
@@ -427,11 +427,11 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := ehrTx(db, "k1", []byte(`{"appointmentId":"a-2"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-2"}, booked("a-2")); err != nil {
+	if err := ehrTx(db, "k1", ehr.Outcome{AppointmentID: "a-2"}, &ehr.Booking{Subject: "ana", AppointmentID: "a-2"}, booked("a-2")); err != nil {
 		t.Fatal(err)
 	}
 	oneEvent(t, db, &seq, core.AppointmentBooked, "", data("a-2"))
-	if err := ehrTx(db, "k2", []byte(`{"error":{}}`), nil, core.Event{}); err != nil {
+	if err := ehrTx(db, "k2", ehr.Outcome{Error: &ehr.OutcomeError{}}, nil, core.Event{}); err != nil {
 		t.Fatal(err)
 	}
 	noEvent(t, db, &seq, "an outcome of no booking")
@@ -441,7 +441,7 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	if _, err := db.Pool().Exec(ctx, `ALTER TABLE appointment_bookings ADD CONSTRAINT no_x CHECK (appointment_id <> 'x')`); err != nil {
 		t.Fatal(err)
 	}
-	if err := ehrTx(db, "k3", []byte(`{"appointmentId":"x"}`), &ehr.Booking{Subject: "ana", AppointmentID: "x"}, booked("x")); err == nil {
+	if err := ehrTx(db, "k3", ehr.Outcome{AppointmentID: "x"}, &ehr.Booking{Subject: "ana", AppointmentID: "x"}, booked("x")); err == nil {
 		t.Fatal("Complete succeeded with a booking that cannot be recorded")
 	}
 	// and when its event cannot be written (an event of the same id is
@@ -451,10 +451,10 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventsAfter(t, db, &seq)
-	if err := ehrTx(db, "k4", []byte(`{"appointmentId":"a-3"}`), &ehr.Booking{Subject: "ana", AppointmentID: "a-3"}, dup); err == nil {
+	if err := ehrTx(db, "k4", ehr.Outcome{AppointmentID: "a-3"}, &ehr.Booking{Subject: "ana", AppointmentID: "a-3"}, dup); err == nil {
 		t.Fatal("Complete succeeded with an event that cannot be written")
 	}
-	if err := ehrTx(db, "", nil, &ehr.Booking{Subject: "ana", AppointmentID: "a-3"}, dup); err == nil {
+	if err := ehrTx(db, "", ehr.Outcome{}, &ehr.Booking{Subject: "ana", AppointmentID: "a-3"}, dup); err == nil {
 		t.Fatal("Record succeeded with an event that cannot be written")
 	}
 	for _, k := range []string{"k3", "k4"} {

@@ -60,12 +60,12 @@ func TestIntegrationIdempotency_ClaimMatchesAFingerprintUnderAnyKey(t *testing.T
 	if _, done, err := idem.Claim(ctx, "ana", "k1", []string{"fp-old"}); err != nil || done {
 		t.Fatalf("claim: %v %v", done, err)
 	}
-	if err := idem.Complete(ctx, "ana", "k1", []byte(`{"status": "booked"}`)); err != nil {
+	if err := idem.Complete(ctx, "ana", "k1", ehr.Outcome{Status: "booked"}); err != nil {
 		t.Fatal(err)
 	}
 	out, done, err := idem.Claim(ctx, "ana", "k1", []string{"fp-new", "fp-old"})
-	if err != nil || !done || string(out) != `{"status": "booked"}` {
-		t.Fatalf("repeat after the rotation: %s %v %v", out, done, err)
+	if err != nil || !done || out != (ehr.Outcome{Status: "booked"}) {
+		t.Fatalf("repeat after the rotation: %+v %v %v", out, done, err)
 	}
 	if _, _, err := idem.Claim(ctx, "ana", "k1", []string{"fp-new"}); !errors.Is(err, ehr.ErrIdempotencyKeyReused) {
 		t.Fatalf("repeat once the older key is gone: %v", err)

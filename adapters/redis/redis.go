@@ -1,5 +1,6 @@
 // Package redis is the ehr.Cache shared by several service instances
 // (REDIS_URL): search results and rate-limit counters live in Redis.
+// Search answers are kept in this package's format (answer.go).
 //
 // Cached values hold patient data, so they never sit in Redis in the
 // clear: each is sealed with AES-256-GCM under the cache key given to New,
@@ -115,9 +116,33 @@ func (c *Cache) Ping(ctx context.Context) error {
 // Close closes the connections.
 func (c *Cache) Close() error { return c.client.Close() }
 
-// Get returns the value of key, or false when it is absent, expired or
+// Get returns the search answer of key, or false when it is absent,
+// expired, or does not decrypt or decode (answer.go).
+func (c *Cache) Get(ctx context.Context, key string) (ehr.Answer, bool, error) {
+	raw, ok, err := c.getRaw(ctx, key)
+	if err != nil || !ok {
+		return ehr.Answer{}, false, err
+	}
+	a, err := decodeAnswer(raw)
+	if err != nil {
+		return ehr.Answer{}, false, nil // an unreadable entry is a miss
+	}
+	return a, true, nil
+}
+
+// Set stores the search answer a under key for ttl, encoded (answer.go)
+// and sealed; a ttl of zero or less removes key.
+func (c *Cache) Set(ctx context.Context, key string, a ehr.Answer, ttl time.Duration) error {
+	raw, err := encodeAnswer(a)
+	if err != nil {
+		return fmt.Errorf("redis: encode answer: %w", err)
+	}
+	return c.setRaw(ctx, key, raw, ttl)
+}
+
+// getRaw returns the value of key, or false when it is absent, expired or
 // does not decrypt (then it is deleted).
-func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
+func (c *Cache) getRaw(ctx context.Context, key string) ([]byte, bool, error) {
 	stored, err := c.client.Get(ctx, key).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, false, nil
@@ -134,10 +159,10 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return value, true, nil
 }
 
-// Set stores value under key for ttl, sealed; a ttl of zero or less
+// setRaw stores value under key for ttl, sealed; a ttl of zero or less
 // removes key. Redis keeps expiries in milliseconds: a ttl below one is
 // rounded up to one.
-func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+func (c *Cache) setRaw(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if ttl <= 0 {
 		if err := c.client.Del(ctx, key).Err(); err != nil {
 			return fmt.Errorf("redis: del: %w", err)

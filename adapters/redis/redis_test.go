@@ -74,27 +74,27 @@ func TestIntegrationCache_RoundTrip(t *testing.T) {
 	p := prefix(t, c)
 	ctx := context.Background()
 
-	if _, ok, err := c.Get(ctx, p+"missing"); err != nil || ok {
+	if _, ok, err := c.getRaw(ctx, p+"missing"); err != nil || ok {
 		t.Fatalf("Get missing = %v, %v", ok, err)
 	}
 	value := []byte(`{"name":"Ana Lima","birthDate":"1980-02-01"}`)
-	if err := c.Set(ctx, p+"k", value, time.Minute); err != nil {
+	if err := c.setRaw(ctx, p+"k", value, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := c.Get(ctx, p+"k")
+	got, ok, err := c.getRaw(ctx, p+"k")
 	if err != nil || !ok || !bytes.Equal(got, value) {
 		t.Fatalf("Get = %q, %v, %v", got, ok, err)
 	}
-	if err := c.Set(ctx, p+"empty", nil, time.Minute); err != nil {
+	if err := c.setRaw(ctx, p+"empty", nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := c.Get(ctx, p+"empty"); err != nil || !ok || got == nil || len(got) != 0 {
+	if got, ok, err := c.getRaw(ctx, p+"empty"); err != nil || !ok || got == nil || len(got) != 0 {
 		t.Fatalf("empty value: %q, %v, %v", got, ok, err)
 	}
-	if err := c.Set(ctx, p+"k", value, 0); err != nil {
+	if err := c.setRaw(ctx, p+"k", value, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := c.Get(ctx, p+"k"); ok {
+	if _, ok, _ := c.getRaw(ctx, p+"k"); ok {
 		t.Fatal("hit after Set with ttl 0")
 	}
 }
@@ -105,19 +105,19 @@ func TestIntegrationCache_ValueExpires(t *testing.T) {
 	c := newCache(t, testKey(t))
 	p := prefix(t, c)
 	ctx := context.Background()
-	if err := c.Set(ctx, p+"k", []byte("v"), time.Hour); err != nil {
+	if err := c.setRaw(ctx, p+"k", []byte("v"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if pttl := c.client.PTTL(ctx, p+"k").Val(); pttl <= 59*time.Minute || pttl > time.Hour {
 		t.Fatalf("PTTL = %v, want just under an hour", pttl)
 	}
-	if _, ok, _ := c.Get(ctx, p+"k"); !ok {
+	if _, ok, _ := c.getRaw(ctx, p+"k"); !ok {
 		t.Fatal("miss before the ttl")
 	}
 	if err := c.client.PExpireAt(ctx, p+"k", time.Unix(1, 0)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := c.Get(ctx, p+"k"); ok || err != nil {
+	if _, ok, err := c.getRaw(ctx, p+"k"); ok || err != nil {
 		t.Fatalf("after the ttl: %v, %v", ok, err)
 	}
 }
@@ -128,7 +128,7 @@ func TestIntegrationCache_StoresNoPlaintext(t *testing.T) {
 	ctx := context.Background()
 	// Words of ten bytes and more: random ciphertext holds none by chance.
 	plain := "Anazqmarker Limazqmarker 1980-02-01 MRN-zq778899"
-	if err := c.Set(ctx, p+"k", []byte(plain), time.Minute); err != nil {
+	if err := c.setRaw(ctx, p+"k", []byte(plain), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := c.client.Get(ctx, p+"k").Bytes()
@@ -144,7 +144,7 @@ func TestIntegrationCache_StoresNoPlaintext(t *testing.T) {
 		t.Errorf("raw value is %d bytes starting %d, want version 1 || nonce || ciphertext || tag", len(raw), raw[0])
 	}
 	// A random nonce per value: the same value twice is stored differently.
-	if err := c.Set(ctx, p+"k2", []byte(plain), time.Minute); err != nil {
+	if err := c.setRaw(ctx, p+"k2", []byte(plain), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if raw2 := c.client.Get(ctx, p+"k2").Val(); raw2 == string(raw) {
@@ -156,20 +156,20 @@ func TestIntegrationCache_ValueMovedToAnotherKeyIsAMiss(t *testing.T) {
 	c := newCache(t, testKey(t))
 	p := prefix(t, c)
 	ctx := context.Background()
-	if err := c.Set(ctx, p+"alice", []byte("alice's records"), time.Minute); err != nil {
+	if err := c.setRaw(ctx, p+"alice", []byte("alice's records"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	raw := c.client.Get(ctx, p+"alice").Val()
 	if err := c.client.Set(ctx, p+"mallory", raw, time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok, err := c.Get(ctx, p+"mallory"); ok || err != nil {
+	if v, ok, err := c.getRaw(ctx, p+"mallory"); ok || err != nil {
 		t.Fatalf("moved value: %q, %v, %v; want a miss", v, ok, err)
 	}
 	if n := c.client.Exists(ctx, p+"mallory").Val(); n != 0 {
 		t.Error("the value that did not decrypt was kept")
 	}
-	if _, ok, _ := c.Get(ctx, p+"alice"); !ok {
+	if _, ok, _ := c.getRaw(ctx, p+"alice"); !ok {
 		t.Error("the original stopped decrypting")
 	}
 }
@@ -178,17 +178,17 @@ func TestIntegrationCache_UndecryptableValuesAreMisses(t *testing.T) {
 	c := newCache(t, testKey(t))
 	p := prefix(t, c)
 	ctx := context.Background()
-	if err := c.Set(ctx, p+"k", []byte("v"), time.Minute); err != nil {
+	if err := c.setRaw(ctx, p+"k", []byte("v"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	// Another instance with another key (a rotated key) misses.
 	other := newCache(t, testKey(t))
-	if _, ok, err := other.Get(ctx, p+"k"); ok || err != nil {
+	if _, ok, err := other.getRaw(ctx, p+"k"); ok || err != nil {
 		t.Fatalf("other key: %v, %v", ok, err)
 	}
 	for name, raw := range map[string]string{"garbage": "not sealed", "empty": "", "short": "\x01abc"} {
 		c.client.Set(ctx, p+name, raw, time.Minute)
-		if _, ok, err := c.Get(ctx, p+name); ok || err != nil {
+		if _, ok, err := c.getRaw(ctx, p+name); ok || err != nil {
 			t.Errorf("%s: %v, %v; want a miss", name, ok, err)
 		}
 	}

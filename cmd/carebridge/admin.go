@@ -98,12 +98,8 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 			if *limit < 1 || *limit > 10000 {
 				return nil, errors.New("--limit must be 1 to 10000")
 			}
-			recs, err := db.Webhooks().Deliveries(ctx, *failed, *limit)
-			out := make([]deliveryJSON, len(recs))
-			for i, r := range recs {
-				out[i] = toDeliveryJSON(r)
-			}
-			return out, err
+			ds, err := db.Webhooks().Deliveries(ctx, *failed, *limit)
+			return toDeliveriesJSON(ds), err
 		}
 	default:
 		return fmt.Errorf("unknown admin command %q\n%s", cmd, adminUsage)
@@ -160,7 +156,8 @@ func toWebhookJSON(s event.Subscription) webhookJSON {
 	return w
 }
 
-// deliveryJSON is a delivery as webhook-deliveries prints it.
+// deliveryJSON is a delivery as webhook-deliveries prints it; the CLI owns
+// this format (event.DeliveryRecord's json tags are not used).
 type deliveryJSON struct {
 	ID            int64      `json:"id"`
 	Subscription  string     `json:"subscriptionId"`
@@ -175,10 +172,15 @@ type deliveryJSON struct {
 	UpdatedAt     time.Time  `json:"updatedAt"`
 }
 
-func toDeliveryJSON(r event.DeliveryRecord) deliveryJSON {
-	return deliveryJSON{ID: r.ID, Subscription: r.Subscription, EventID: r.EventID, Type: string(r.Type),
-		State: string(r.State), Attempts: r.Attempts, LastStatus: r.LastStatus, LastError: r.LastError,
-		NextAttemptAt: r.NextAttemptAt, OccurredAt: r.OccurredAt, UpdatedAt: r.UpdatedAt}
+// toDeliveriesJSON is ds as webhook-deliveries prints them: [] when none.
+func toDeliveriesJSON(ds []event.DeliveryRecord) []deliveryJSON {
+	out := make([]deliveryJSON, len(ds))
+	for i, d := range ds {
+		out[i] = deliveryJSON{ID: d.ID, Subscription: d.Subscription, EventID: d.EventID, Type: string(d.Type),
+			State: string(d.State), Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError,
+			NextAttemptAt: d.NextAttemptAt, OccurredAt: d.OccurredAt, UpdatedAt: d.UpdatedAt}
+	}
+	return out
 }
 
 // addWebhook checks and stores a subscription, and returns its id and

@@ -1,7 +1,8 @@
 // Package audit is the audit trail's domain: the event recorded for every
 // request that touches patient data (blob, search and appointment
-// endpoints), its outcome rules, and the hash chain that makes the trail
-// tamper-evident. It imports only the standard library and core.
+// endpoints) and its outcome rules. It imports only the standard library
+// and core. The hash chain that makes the trail tamper-evident, and its
+// canonical form, belong to the store that writes it (adapters/postgres).
 //
 // An event never holds patient data: no names, birth dates, contact
 // details, query text, filenames or EHR identifiers other than the ids

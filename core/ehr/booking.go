@@ -329,7 +329,7 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 		return Booked{}, err
 	}
 	if err != nil {
-		return Booked{}, s.complete(ctx, actor.Subject, key, outcome{Error: &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
+		return Booked{}, s.complete(ctx, actor.Subject, key, Outcome{Error: &OutcomeError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
 	}
 	return Booked{Appointment: a}, nil
 }
@@ -337,16 +337,13 @@ func (s *Integration) Book(ctx context.Context, r BookingRequest) (Booked, error
 // complete stores an Idempotency-Key's outcome (and, in the same
 // transaction, what also writes, when set) and returns answer, the
 // request's own result.
-func (s *Integration) complete(ctx context.Context, subject, key string, out outcome, also func(context.Context, Repos) error, answer error) error {
-	raw, err := json.Marshal(out)
-	if err == nil {
-		err = s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
-			if err := r.Idempotency.Complete(ctx, subject, key, raw); err != nil || also == nil {
-				return err
-			}
-			return also(ctx, r)
-		})
-	}
+func (s *Integration) complete(ctx context.Context, subject, key string, out Outcome, also func(context.Context, Repos) error, answer error) error {
+	err := s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
+		if err := r.Idempotency.Complete(ctx, subject, key, out); err != nil || also == nil {
+			return err
+		}
+		return also(ctx, r)
+	})
 	if err != nil {
 		return fmt.Errorf("store idempotent outcome: %w", err)
 	}
@@ -364,28 +361,26 @@ func isFinal(k core.Kind) bool {
 	return false
 }
 
-// outcome is what an Idempotency-Key keeps of its first answer: the
+// Outcome is what an Idempotency-Key keeps of its first answer: the
 // appointment's id and status (the appointment itself is read again from
-// the EHR on a repeat), or the failure. It never holds patient data.
-type outcome struct {
-	AppointmentID string       `json:"appointmentId,omitempty"`
-	Status        string       `json:"status,omitempty"`
-	Error         *storedError `json:"error,omitempty"`
+// the EHR on a repeat), or the failure. It never holds patient data; the
+// IdempotencyStore owns its encoding.
+type Outcome struct {
+	AppointmentID string
+	Status        string
+	Error         *OutcomeError // nil: the booking succeeded
 }
 
-type storedError struct {
-	Kind    core.Kind `json:"kind"`
-	Code    string    `json:"code"`
-	Message string    `json:"message"`
+// OutcomeError is the failure of a first answer, given again on a repeat.
+type OutcomeError struct {
+	Kind    core.Kind
+	Code    string
+	Message string
 }
 
 // replay answers a repeated Idempotency-Key: the first failure again, or
 // the appointment it booked as the EHR has it now.
-func replay(ctx context.Context, sch Scheduler, raw []byte) (Booked, error) {
-	var out outcome
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return Booked{}, fmt.Errorf("stored idempotent outcome: %w", err)
-	}
+func replay(ctx context.Context, sch Scheduler, out Outcome) (Booked, error) {
 	if out.Error != nil {
 		return Booked{Replayed: true}, &core.Error{Kind: out.Error.Kind, Code: out.Error.Code, Message: out.Error.Message}
 	}
@@ -516,7 +511,7 @@ func (s *Integration) settle(ctx context.Context, h Hold, a Appointment) error {
 		return r.Outbox.Emit(ctx, e)
 	}
 	if h.IdempotencyKey != "" {
-		return s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{AppointmentID: a.ID, Status: string(a.Status)}, record, nil)
+		return s.complete(ctx, h.Subject, h.IdempotencyKey, Outcome{AppointmentID: a.ID, Status: string(a.Status)}, record, nil)
 	}
 	if err := s.tx.WithinTx(context.WithoutCancel(ctx), record); err != nil {
 		return fmt.Errorf("record booking %s: %w", a.ID, err)
@@ -581,7 +576,7 @@ func (s *Integration) resume(ctx context.Context, c requester, r BookingRequest)
 	booked, err = s.create(ctx, sch, h, a)
 	var ce *core.Error
 	if err != nil && errors.As(err, &ce) && isFinal(ce.Kind) && !errors.Is(err, ErrAgentBusy) {
-		return Booked{}, s.complete(ctx, h.Subject, h.IdempotencyKey, outcome{Error: &storedError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
+		return Booked{}, s.complete(ctx, h.Subject, h.IdempotencyKey, Outcome{Error: &OutcomeError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
 	}
 	if err != nil && !errors.Is(err, errOutcomeUnknown) {
 		_ = s.idem.Release(context.WithoutCancel(ctx), h.Subject, h.IdempotencyKey)

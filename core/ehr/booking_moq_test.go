@@ -321,10 +321,10 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //
 //		// make and configure a mocked IdempotencyStore
 //		mockedIdempotencyStore := &IdempotencyStoreMock{
-//			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error) {
+//			ClaimFunc: func(ctx context.Context, subject string, key string, fingerprints []string) (Outcome, bool, error) {
 //				panic("mock out the Claim method")
 //			},
-//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome []byte) error {
+//			CompleteFunc: func(ctx context.Context, subject string, key string, outcome Outcome) error {
 //				panic("mock out the Complete method")
 //			},
 //			ReleaseFunc: func(ctx context.Context, subject string, key string) error {
@@ -338,10 +338,10 @@ var _ IdempotencyStore = &IdempotencyStoreMock{}
 //	}
 type IdempotencyStoreMock struct {
 	// ClaimFunc mocks the Claim method.
-	ClaimFunc func(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error)
+	ClaimFunc func(ctx context.Context, subject string, key string, fingerprints []string) (Outcome, bool, error)
 
 	// CompleteFunc mocks the Complete method.
-	CompleteFunc func(ctx context.Context, subject string, key string, outcome []byte) error
+	CompleteFunc func(ctx context.Context, subject string, key string, outcome Outcome) error
 
 	// ReleaseFunc mocks the Release method.
 	ReleaseFunc func(ctx context.Context, subject string, key string) error
@@ -368,7 +368,7 @@ type IdempotencyStoreMock struct {
 			// Key is the key argument value.
 			Key string
 			// Outcome is the outcome argument value.
-			Outcome []byte
+			Outcome Outcome
 		}
 		// Release holds details about calls to the Release method.
 		Release []struct {
@@ -386,7 +386,7 @@ type IdempotencyStoreMock struct {
 }
 
 // Claim calls ClaimFunc.
-func (mock *IdempotencyStoreMock) Claim(ctx context.Context, subject string, key string, fingerprints []string) ([]byte, bool, error) {
+func (mock *IdempotencyStoreMock) Claim(ctx context.Context, subject string, key string, fingerprints []string) (Outcome, bool, error) {
 	if mock.ClaimFunc == nil {
 		panic("IdempotencyStoreMock.ClaimFunc: method is nil but IdempotencyStore.Claim was just called")
 	}
@@ -430,7 +430,7 @@ func (mock *IdempotencyStoreMock) ClaimCalls() []struct {
 }
 
 // Complete calls CompleteFunc.
-func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome []byte) error {
+func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, key string, outcome Outcome) error {
 	if mock.CompleteFunc == nil {
 		panic("IdempotencyStoreMock.CompleteFunc: method is nil but IdempotencyStore.Complete was just called")
 	}
@@ -438,7 +438,7 @@ func (mock *IdempotencyStoreMock) Complete(ctx context.Context, subject string, 
 		Ctx     context.Context
 		Subject string
 		Key     string
-		Outcome []byte
+		Outcome Outcome
 	}{
 		Ctx:     ctx,
 		Subject: subject,
@@ -459,13 +459,13 @@ func (mock *IdempotencyStoreMock) CompleteCalls() []struct {
 	Ctx     context.Context
 	Subject string
 	Key     string
-	Outcome []byte
+	Outcome Outcome
 } {
 	var calls []struct {
 		Ctx     context.Context
 		Subject string
 		Key     string
-		Outcome []byte
+		Outcome Outcome
 	}
 	mock.lockComplete.RLock()
 	calls = mock.calls.Complete

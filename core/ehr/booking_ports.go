@@ -92,9 +92,9 @@ type IdempotencyStore interface {
 	// with any of fingerprints it returns the stored outcome and done true.
 	// A key reused for another request is ErrIdempotencyKeyReused; one
 	// whose first request is still running is ErrIdempotencyInProgress.
-	Claim(ctx context.Context, subject, key string, fingerprints []string) (outcome []byte, done bool, err error)
+	Claim(ctx context.Context, subject, key string, fingerprints []string) (outcome Outcome, done bool, err error)
 	// Complete stores the outcome of a claimed key.
-	Complete(ctx context.Context, subject, key string, outcome []byte) error
+	Complete(ctx context.Context, subject, key string, outcome Outcome) error
 	// Release forgets a claimed key, so the request may be sent again.
 	Release(ctx context.Context, subject, key string) error
 }

@@ -51,11 +51,11 @@ func (a Appointment) LogValue() slog.Value {
 // dates and identifiers.
 func (r SearchRequest) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("searchType", r.SearchType), slog.String("location", r.Location)}
-	if r.Page != nil {
-		attrs = append(attrs, slog.Int("page", *r.Page))
+	if r.Page.Page != 0 {
+		attrs = append(attrs, slog.Int("page", r.Page.Page))
 	}
-	if r.Limit != nil {
-		attrs = append(attrs, slog.Int("limit", *r.Limit))
+	if r.Page.Limit != 0 {
+		attrs = append(attrs, slog.Int("limit", r.Page.Limit))
 	}
 	return slog.GroupValue(attrs...)
 }

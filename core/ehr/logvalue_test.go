@@ -59,7 +59,7 @@ func TestLogValue_PatientDataIsRedacted(t *testing.T) {
 			ExternalID: "ext-1", CreatedAt: updated, UpdatedAt: updated},
 			[]string{`"id":"appt-id-1"`, `"agentId":"agent-id-1"`, `"status":"booked"`}},
 		{"search request", SearchRequest{Query: "MarkerGiven MarkerFamily 1911-11-11", SearchType: "patient_record",
-			DateRange: "2024-01-01/2024-02-01", Location: "site-1", Page: new(2), Limit: new(10)},
+			UpdatedFrom: updated, UpdatedTo: updated, Location: "site-1", Page: PageRequest{Page: 2, Limit: 10}},
 			[]string{`"searchType":"patient_record"`, `"page":2`}},
 		{"booking request", BookingRequest{AgentID: "agent-id-1", Start: "2030-01-01T09:00:00Z", DurationMinutes: 30, Reason: "MarkerReason",
 			Patient: markerContact(), IdempotencyKey: "k"}, []string{`"agentId":"agent-id-1"`}},

@@ -34,13 +34,16 @@ type PatientSearcher interface {
 	SearchPatients(ctx context.Context, q PatientQuery) ([]Patient, error)
 }
 
-// Cache keeps search results and the gateway's rate-limit counters; an
-// in-process adapter serves one instance, a Redis adapter several.
+// Cache keeps search answers and the gateway's rate-limit counters; an
+// in-process adapter serves one instance, a Redis adapter several. Each
+// adapter owns the format it keeps answers in; an entry it cannot read is
+// a miss.
 type Cache interface {
-	// Get returns the value of key, or false when it is absent or expired.
-	Get(ctx context.Context, key string) ([]byte, bool, error)
-	// Set stores value under key for ttl.
-	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// Get returns the answer of key, or false when it is absent, expired
+	// or unreadable.
+	Get(ctx context.Context, key string) (Answer, bool, error)
+	// Set stores a under key for ttl.
+	Set(ctx context.Context, key string, a Answer, ttl time.Duration) error
 	// Incr adds one to the counter key, which starts at zero and expires
 	// ttl after its first increment, and returns the new count and the time
 	// until the counter expires.

@@ -91,13 +91,13 @@ var _ Cache = &CacheMock{}
 //
 //		// make and configure a mocked Cache
 //		mockedCache := &CacheMock{
-//			GetFunc: func(ctx context.Context, key string) ([]byte, bool, error) {
+//			GetFunc: func(ctx context.Context, key string) (Answer, bool, error) {
 //				panic("mock out the Get method")
 //			},
 //			IncrFunc: func(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error) {
 //				panic("mock out the Incr method")
 //			},
-//			SetFunc: func(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+//			SetFunc: func(ctx context.Context, key string, a Answer, ttl time.Duration) error {
 //				panic("mock out the Set method")
 //			},
 //		}
@@ -108,13 +108,13 @@ var _ Cache = &CacheMock{}
 //	}
 type CacheMock struct {
 	// GetFunc mocks the Get method.
-	GetFunc func(ctx context.Context, key string) ([]byte, bool, error)
+	GetFunc func(ctx context.Context, key string) (Answer, bool, error)
 
 	// IncrFunc mocks the Incr method.
 	IncrFunc func(ctx context.Context, key string, ttl time.Duration) (int64, time.Duration, error)
 
 	// SetFunc mocks the Set method.
-	SetFunc func(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	SetFunc func(ctx context.Context, key string, a Answer, ttl time.Duration) error
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -140,8 +140,8 @@ type CacheMock struct {
 			Ctx context.Context
 			// Key is the key argument value.
 			Key string
-			// Value is the value argument value.
-			Value []byte
+			// A is the a argument value.
+			A Answer
 			// TTL is the ttl argument value.
 			TTL time.Duration
 		}
@@ -152,7 +152,7 @@ type CacheMock struct {
 }
 
 // Get calls GetFunc.
-func (mock *CacheMock) Get(ctx context.Context, key string) ([]byte, bool, error) {
+func (mock *CacheMock) Get(ctx context.Context, key string) (Answer, bool, error) {
 	if mock.GetFunc == nil {
 		panic("CacheMock.GetFunc: method is nil but Cache.Get was just called")
 	}
@@ -228,25 +228,25 @@ func (mock *CacheMock) IncrCalls() []struct {
 }
 
 // Set calls SetFunc.
-func (mock *CacheMock) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+func (mock *CacheMock) Set(ctx context.Context, key string, a Answer, ttl time.Duration) error {
 	if mock.SetFunc == nil {
 		panic("CacheMock.SetFunc: method is nil but Cache.Set was just called")
 	}
 	callInfo := struct {
-		Ctx   context.Context
-		Key   string
-		Value []byte
-		TTL   time.Duration
+		Ctx context.Context
+		Key string
+		A   Answer
+		TTL time.Duration
 	}{
-		Ctx:   ctx,
-		Key:   key,
-		Value: value,
-		TTL:   ttl,
+		Ctx: ctx,
+		Key: key,
+		A:   a,
+		TTL: ttl,
 	}
 	mock.lockSet.Lock()
 	mock.calls.Set = append(mock.calls.Set, callInfo)
 	mock.lockSet.Unlock()
-	return mock.SetFunc(ctx, key, value, ttl)
+	return mock.SetFunc(ctx, key, a, ttl)
 }
 
 // SetCalls gets all the calls that were made to Set.
@@ -254,16 +254,16 @@ func (mock *CacheMock) Set(ctx context.Context, key string, value []byte, ttl ti
 //
 //	len(mockedCache.SetCalls())
 func (mock *CacheMock) SetCalls() []struct {
-	Ctx   context.Context
-	Key   string
-	Value []byte
-	TTL   time.Duration
+	Ctx context.Context
+	Key string
+	A   Answer
+	TTL time.Duration
 } {
 	var calls []struct {
-		Ctx   context.Context
-		Key   string
-		Value []byte
-		TTL   time.Duration
+		Ctx context.Context
+		Key string
+		A   Answer
+		TTL time.Duration
 	}
 	mock.lockSet.RLock()
 	calls = mock.calls.Set

@@ -17,7 +17,7 @@ type recent struct {
 }
 
 type recentEntry struct {
-	value   cached
+	value   Answer
 	expires time.Time
 }
 
@@ -28,17 +28,17 @@ func newRecent(max int) *recent {
 	return &recent{max: max, entries: make(map[string]recentEntry, max)}
 }
 
-func (r *recent) get(key string, now time.Time) (cached, bool) {
+func (r *recent) get(key string, now time.Time) (Answer, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.entries[key]
 	if !ok || !now.Before(e.expires) {
-		return cached{}, false
+		return Answer{}, false
 	}
 	return e.value, true
 }
 
-func (r *recent) put(key string, v cached, expires time.Time, now time.Time) {
+func (r *recent) put(key string, v Answer, expires time.Time, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.entries) >= r.max {

@@ -20,15 +20,24 @@ const (
 	maxQueryLen  = 500
 )
 
-// SearchRequest is a search as a client sends it.
+// SearchRequest is a patient search, its values parsed by the caller
+// (httpapi reads the client's JSON); Search validates it.
 type SearchRequest struct {
-	Query      string
+	Query      string // the query grammar (ParseQuery)
 	SearchType string // "" means patient_record
-	DateRange  string // YYYY-MM-DD/YYYY-MM-DD
 	Location   string
 	RecordType string // "", all or patient
-	Page       *int   // nil (absent) means 1; present: 1 to MaxPage
-	Limit      *int   // nil (absent) means DefaultLimit; present: 1 to MaxLimit
+	// UpdatedFrom and UpdatedTo bound the records' last update (inclusive
+	// dates, filters.dateRange); both zero when absent.
+	UpdatedFrom, UpdatedTo time.Time
+	Page                   PageRequest
+}
+
+// PageRequest is the page of a listing asked for: Page counts from 1,
+// Limit is the page's size. Zero means the default (page 1,
+// DefaultLimit); otherwise Page is 1 to MaxPage and Limit 1 to MaxLimit.
+type PageRequest struct {
+	Page, Limit int
 }
 
 // ErrInvalidSearch is a request that fails validation; the message names
@@ -65,17 +74,17 @@ func validate(r SearchRequest) (validated, error) {
 	default:
 		return v, ErrRecordTypeNotSupported.WithMessage("filters.recordType %q is not supported yet; use all or patient", r.RecordType)
 	}
-	if r.Page != nil {
-		if *r.Page < 1 || *r.Page > MaxPage {
+	if p := r.Page.Page; p != 0 {
+		if p < 1 || p > MaxPage {
 			return v, invalid("pagination.page must be between 1 and %d", MaxPage)
 		}
-		v.page = *r.Page
+		v.page = p
 	}
-	if r.Limit != nil {
-		if *r.Limit < 1 || *r.Limit > MaxLimit {
+	if l := r.Page.Limit; l != 0 {
+		if l < 1 || l > MaxLimit {
 			return v, invalid("pagination.limit must be between 1 and %d", MaxLimit)
 		}
-		v.limit = *r.Limit
+		v.limit = l
 	}
 	if len(v.location) > 200 {
 		return v, invalid("filters.location is too long")
@@ -84,30 +93,12 @@ func validate(r SearchRequest) (validated, error) {
 	if err != nil {
 		return v, err
 	}
-	if r.DateRange != "" {
-		if q.UpdatedFrom, q.UpdatedTo, err = parseDateRange(r.DateRange); err != nil {
-			return v, err
-		}
+	if r.UpdatedTo.Before(r.UpdatedFrom) {
+		return v, invalid("filters.dateRange ends before it starts")
 	}
+	q.UpdatedFrom, q.UpdatedTo = r.UpdatedFrom, r.UpdatedTo
 	v.query = q
 	return v, nil
-}
-
-func parseDateRange(s string) (from, to time.Time, err error) {
-	a, b, ok := strings.Cut(s, "/")
-	if ok {
-		from, err = time.Parse(time.DateOnly, a)
-	}
-	if ok && err == nil {
-		to, err = time.Parse(time.DateOnly, b)
-	}
-	if !ok || err != nil {
-		return from, to, invalid("filters.dateRange must be YYYY-MM-DD/YYYY-MM-DD")
-	}
-	if to.Before(from) {
-		return from, to, invalid("filters.dateRange ends before it starts")
-	}
-	return from, to, nil
 }
 
 var genders = map[string]bool{"male": true, "female": true, "other": true, "unknown": true}

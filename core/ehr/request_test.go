@@ -53,7 +53,8 @@ func TestParseQuery(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	v, err := validate(SearchRequest{Query: "Ana", DateRange: "2024-01-01/2024-12-31", RecordType: "ALL"})
+	v, err := validate(SearchRequest{Query: "Ana", UpdatedFrom: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+		UpdatedTo: time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC), RecordType: "ALL"})
 	if err != nil || v.page != 1 || v.limit != DefaultLimit || v.searchType != SearchTypePatientRecord ||
 		!v.query.UpdatedFrom.Equal(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)) || v.query.UpdatedTo.Day() != 31 {
 		t.Fatalf("defaults: %+v, %v", v, err)
@@ -65,14 +66,10 @@ func TestValidate(t *testing.T) {
 		{SearchRequest{}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", SearchType: "lab_result"}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", RecordType: "encounter"}, ErrRecordTypeNotSupported},
-		{SearchRequest{Query: "a", DateRange: "2024-01-01"}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", DateRange: "2024-02-01/2024-01-01"}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", DateRange: "yesterday/today"}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Page: new(-1)}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Page: new(0)}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Limit: new(0)}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Limit: new(101)}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", Limit: new(-5)}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", UpdatedFrom: time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC), UpdatedTo: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Page: PageRequest{Page: -1}}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Page: PageRequest{Limit: 101}}, ErrInvalidSearch},
+		{SearchRequest{Query: "a", Page: PageRequest{Limit: -5}}, ErrInvalidSearch},
 	}
 	for _, c := range bad {
 		if _, err := validate(c.r); !errors.Is(err, c.want) {
@@ -103,26 +100,25 @@ func FuzzParseQuery(f *testing.F) {
 	})
 }
 
-func TestValidate_PaginationAbsentIsDefaultOutOfRangeIsInvalid(t *testing.T) {
+func TestValidate_PaginationZeroIsDefaultOutOfRangeIsInvalid(t *testing.T) {
 	for _, c := range []struct {
 		name        string
-		page, limit *int
+		page, limit int
 		wantPage    int
 		wantLimit   int
 		wantErr     string
 	}{
-		{"absent", nil, nil, 1, DefaultLimit, ""},
-		{"present", new(3), new(MaxLimit), 3, MaxLimit, ""},
-		{"page 0", new(0), nil, 0, 0, "pagination.page"},
-		{"page -1", new(-1), nil, 0, 0, "pagination.page"},
-		{"page at MaxPage", new(MaxPage), nil, MaxPage, DefaultLimit, ""},
-		{"page above MaxPage", new(MaxPage + 1), nil, 0, 0, "pagination.page"},
-		{"largest int page", new(math.MaxInt), new(MaxLimit), 0, 0, "pagination.page"},
-		{"limit 0", nil, new(0), 0, 0, "pagination.limit"},
-		{"limit above max", nil, new(MaxLimit + 1), 0, 0, "pagination.limit"},
+		{"zero", 0, 0, 1, DefaultLimit, ""},
+		{"given", 3, MaxLimit, 3, MaxLimit, ""},
+		{"page -1", -1, 0, 0, 0, "pagination.page"},
+		{"page at MaxPage", MaxPage, 0, MaxPage, DefaultLimit, ""},
+		{"page above MaxPage", MaxPage + 1, 0, 0, 0, "pagination.page"},
+		{"largest int page", math.MaxInt, MaxLimit, 0, 0, "pagination.page"},
+		{"limit -1", 0, -1, 0, 0, "pagination.limit"},
+		{"limit above max", 0, MaxLimit + 1, 0, 0, "pagination.limit"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v, err := validate(SearchRequest{Query: "Ana", Page: c.page, Limit: c.limit})
+			v, err := validate(SearchRequest{Query: "Ana", Page: PageRequest{Page: c.page, Limit: c.limit}})
 			if c.wantErr != "" {
 				if !errors.Is(err, ErrInvalidSearch) || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("got %v, want invalid_search naming %s", err, c.wantErr)

@@ -79,6 +79,12 @@ var (
 	ErrRateLimited     = &core.Error{Kind: core.KindRateLimited, Code: "rate_limited", Message: "Too many searches; try again later"}
 )
 
+// cacheKeyPrefix versions the search cache's keys: a Cache adapter that
+// changes the format it keeps answers in bumps it (through a change here),
+// so entries written in the old format are never read as the new one
+// (they are left to expire).
+const cacheKeyPrefix = "search:v2:"
+
 const (
 	rateWindow          = time.Minute
 	defaultMaxPerSystem = 200
@@ -142,7 +148,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 
 	key := cacheKey(caller, v, systems)
 	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
-	var merged cached
+	var merged Answer
 	if caching {
 		if merged, res.CacheHit, err = s.cached(ctx, key); err != nil {
 			return nil, err
@@ -151,11 +157,9 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if !res.CacheHit {
 		merged, res.Errors = s.fanOut(ctx, systems, v.query)
 		if len(res.Errors) == 0 && caching {
-			if raw, err := encodeCached(merged); err == nil {
-				// A cache that cannot store only costs the next request a miss.
-				if s.cache.Set(ctx, key, raw, s.cfg.CacheTTL) == nil {
-					s.recent.put(key, merged, start.Add(s.cfg.CacheTTL), start)
-				}
+			// A cache that cannot store only costs the next request a miss.
+			if s.cache.Set(ctx, key, merged, s.cfg.CacheTTL) == nil {
+				s.recent.put(key, merged, start.Add(s.cfg.CacheTTL), start)
 			}
 		}
 	}
@@ -178,21 +182,17 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 
 // cached looks key up: first among the answers decoded in this process,
 // then in the cache port.
-func (s *Service) cached(ctx context.Context, key string) (cached, bool, error) {
+func (s *Service) cached(ctx context.Context, key string) (Answer, bool, error) {
 	now := s.now()
 	if c, ok := s.recent.get(key, now); ok {
 		return c, true, nil
 	}
-	raw, ok, err := s.cache.Get(ctx, key)
+	c, ok, err := s.cache.Get(ctx, key)
 	if err != nil {
-		return cached{}, false, fmt.Errorf("search cache: %w", err)
+		return Answer{}, false, fmt.Errorf("search cache: %w", err)
 	}
 	if !ok {
-		return cached{}, false, nil
-	}
-	c, err := decodeCached(raw)
-	if err != nil {
-		return cached{}, false, nil // an unreadable entry is a miss
+		return Answer{}, false, nil
 	}
 	s.recent.put(key, c, now.Add(min(recentFromShared, s.cfg.CacheTTL)), now)
 	return c, true, nil
@@ -245,15 +245,15 @@ func (s *Service) route(v validated, business string) ([]System, error) {
 	return out, nil
 }
 
-// cached is the merged answer of every system, as kept in the cache
-// (encoded by cachecodec.go).
-type cached struct {
+// Answer is the merged answer of every system asked, as the Cache keeps
+// it (each Cache adapter owns its encoding).
+type Answer struct {
 	People  []Person
 	Sources []string
 }
 
 // fanOut queries the systems in parallel and merges what they answer.
-func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) (cached, []SourceError) {
+func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) (Answer, []SourceError) {
 	q.Max = s.cfg.MaxPerSystem
 	records := make([][]Patient, len(systems))
 	errs := make([]error, len(systems))
@@ -267,7 +267,7 @@ func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) 
 	}
 	wg.Wait()
 
-	var out cached
+	var out Answer
 	var failures []SourceError
 	var all []Patient
 	for i, sys := range systems {

@@ -16,16 +16,16 @@ import (
 // memCache is an in-memory Cache through the moq mock.
 func memCache() *CacheMock {
 	var mu sync.Mutex
-	vals := map[string][]byte{}
+	vals := map[string]Answer{}
 	counts := map[string]int64{}
 	return &CacheMock{
-		GetFunc: func(_ context.Context, k string) ([]byte, bool, error) {
+		GetFunc: func(_ context.Context, k string) (Answer, bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			v, ok := vals[k]
 			return v, ok, nil
 		},
-		SetFunc: func(_ context.Context, k string, v []byte, _ time.Duration) error {
+		SetFunc: func(_ context.Context, k string, v Answer, _ time.Duration) error {
 			mu.Lock()
 			defer mu.Unlock()
 			vals[k] = v
@@ -128,7 +128,7 @@ func TestSearch_MergesPaginatesAndCaches(t *testing.T) {
 
 	var seen []string
 	for page := 1; page <= 3; page++ {
-		r, err := s.Search(caller("alice"), SearchRequest{Query: "Family", Page: &page})
+		r, err := s.Search(caller("alice"), SearchRequest{Query: "Family", Page: PageRequest{Page: page}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestSearch_RefusesBadRequestsBeforeAnyEHR(t *testing.T) {
 	if _, err := s.Search(context.Background(), SearchRequest{Query: "x"}); !errors.Is(err, core.ErrUnauthenticated) {
 		t.Fatalf("no caller: %v", err)
 	}
-	if _, err := s.Search(caller("u"), SearchRequest{Query: "x", Limit: new(500)}); !errors.Is(err, ErrInvalidSearch) {
+	if _, err := s.Search(caller("u"), SearchRequest{Query: "x", Page: PageRequest{Limit: 500}}); !errors.Is(err, ErrInvalidSearch) {
 		t.Fatalf("bad limit: %v", err)
 	}
 	for _, scopes := range []string{"", "patient/Patient.rs", "user/Patient.r user/Appointment.cruds"} {
@@ -256,7 +256,7 @@ func TestSearch_RefusesBadRequestsBeforeAnyEHR(t *testing.T) {
 		}
 	}
 	system := core.WithActor(context.Background(), core.Actor{Subject: "svc", Scopes: core.ParseScopes("system/Patient.rs")})
-	if _, err := s.Search(system, SearchRequest{Query: "x", Limit: new(500)}); !errors.Is(err, ErrInvalidSearch) {
+	if _, err := s.Search(system, SearchRequest{Query: "x", Page: PageRequest{Limit: 500}}); !errors.Is(err, ErrInvalidSearch) {
 		t.Fatalf("a system scope is enough to be checked further: %v", err)
 	}
 	if len(e.SearchPatientsCalls()) != 0 {
@@ -283,4 +283,10 @@ func TestSearch_QueriesEHRsInParallel(t *testing.T) {
 			t.Fatalf("three 150 ms EHRs took %v: not in parallel", took)
 		}
 	})
+}
+
+func TestCacheKey_IsVersioned(t *testing.T) {
+	if k := cacheKey("subject", validated{}, nil); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v2:" {
+		t.Errorf("cache key %q; want the prefix search:v2:", k)
+	}
 }

@@ -1,4 +1,4 @@
-package audit
+package postgres
 
 import (
 	"bytes"
@@ -6,62 +6,65 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/carebridge/carebridge/core/audit"
 )
 
-// The hash chain: each event's Hash is SHA-256(previous event's Hash ||
-// Canonical(event)), the first event's previous hash being Genesis. Changing,
+// The audit trail's hash chain, computed by the store (AuditTrail), which
+// owns its format: the core's audit.Event carries no encoding. Each event's Hash is SHA-256(previous event's Hash ||
+// canonical(event)), the first event's previous hash being genesis. Changing,
 // removing or reordering a stored event breaks every link after it, which a
-// Verifier finds by recomputing the chain.
+// verifier finds by recomputing the chain.
 
-// Genesis returns the hash before the first event: 32 zero bytes.
-func Genesis() []byte { return make([]byte, sha256.Size) }
+// genesis returns the hash before the first event: 32 zero bytes.
+func genesis() []byte { return make([]byte, sha256.Size) }
 
-// canonical fixes the order of the keys of the canonical form (encoding/json
-// writes struct fields in declaration order). It is the chain's format, not
+// canonicalForm fixes the order of the keys of the canonical form
+// (encoding/json writes struct fields in declaration order). It is the chain's format, not
 // a wire shape: changing it invalidates every stored hash.
 // The detail, already canonical JSON, is appended as the last key.
-type canonical struct {
-	ID           int64   `json:"id"`
-	At           string  `json:"at"`
-	RequestID    string  `json:"requestId"`
-	Actor        string  `json:"actor"`
-	Action       Action  `json:"action"`
-	ResourceType string  `json:"resourceType"`
-	ResourceID   string  `json:"resourceId"`
-	BusinessID   string  `json:"businessId,omitempty"` // absent when "": see Canonical
-	Outcome      Outcome `json:"outcome"`
-	Status       int     `json:"status"`
+type canonicalForm struct {
+	ID           int64  `json:"id"`
+	At           string `json:"at"`
+	RequestID    string `json:"requestId"`
+	Actor        string `json:"actor"`
+	Action       string `json:"action"`
+	ResourceType string `json:"resourceType"`
+	ResourceID   string `json:"resourceId"`
+	BusinessID   string `json:"businessId,omitempty"` // absent when "": see canonical
+	Outcome      string `json:"outcome"`
+	Status       int    `json:"status"`
 }
 
-// Canonical is the content of e that its hash covers: JSON with the keys id,
+// canonical is the content of e that its hash covers: JSON with the keys id,
 // at, requestId, actor, action, resourceType, resourceId, businessId, outcome,
 // status, detail, in that order. businessId is there only when the event has
 // a business, so the events written before events had one keep their form
 // and hash. At is taken in UTC, truncated to the microsecond
 // (what a PostgreSQL timestamptz keeps) and written as RFC 3339 with up to
-// nine fractional digits; Detail is CanonicalDetail's form. An event whose
+// nine fractional digits; Detail is canonicalDetail's form. An event whose
 // Detail cannot be encoded has detail null here: stores refuse such events
-// (they call CanonicalDetail first), so no stored event hashes that way.
-func Canonical(e Event) []byte {
-	detail, err := CanonicalDetail(e.Detail)
+// (they call canonicalDetail first), so no stored event hashes that way.
+func canonical(e audit.Event) []byte {
+	detail, err := canonicalDetail(e.Detail)
 	if err != nil {
 		detail = []byte("null")
 	}
 	return canonicalWith(e, detail)
 }
 
-// canonicalWith is Canonical with the detail's canonical form given.
-func canonicalWith(e Event, detail []byte) []byte {
-	b, err := json.Marshal(canonical{
+// canonicalWith is canonical with the detail's canonical form given.
+func canonicalWith(e audit.Event, detail []byte) []byte {
+	b, err := json.Marshal(canonicalForm{
 		ID:           e.ID,
-		At:           CanonicalTime(e.At).Format(time.RFC3339Nano),
+		At:           canonicalTime(e.At).Format(time.RFC3339Nano),
 		RequestID:    e.RequestID,
 		Actor:        e.Actor,
-		Action:       e.Action,
+		Action:       string(e.Action),
 		ResourceType: e.ResourceType,
 		ResourceID:   e.ResourceID,
 		BusinessID:   e.BusinessID,
-		Outcome:      e.Outcome,
+		Outcome:      string(e.Outcome),
 		Status:       e.Status,
 	})
 	if err != nil {
@@ -73,17 +76,17 @@ func canonicalWith(e Event, detail []byte) []byte {
 	return append(b, '}')
 }
 
-// CanonicalTime is t as the chain and the store keep it: UTC, truncated to
+// canonicalTime is t as the chain and the store keep it: UTC, truncated to
 // the microsecond.
-func CanonicalTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+func canonicalTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// CanonicalDetail is the canonical JSON of a detail: {} for nil, otherwise
+// canonicalDetail is the canonical JSON of a detail: {} for nil, otherwise
 // the value after a round trip through JSON (numbers become float64, so int
 // 3 and float64 3 both give 3; map keys are sorted). A detail read back
 // from a PostgreSQL jsonb column into a map[string]any therefore gives the
 // same bytes as the one written. It fails when the detail does not encode as
 // JSON (a channel, a NaN) or holds a NUL character, which jsonb refuses.
-func CanonicalDetail(d map[string]any) ([]byte, error) {
+func canonicalDetail(d map[string]any) ([]byte, error) {
 	if len(d) == 0 {
 		return []byte("{}"), nil
 	}
@@ -107,31 +110,31 @@ func CanonicalDetail(d map[string]any) ([]byte, error) {
 	return b, nil
 }
 
-// Link is the hash of e chained after an event whose hash is prev:
-// SHA-256(prev || Canonical(e)).
-func Link(prev []byte, e Event) []byte {
+// link is the hash of e chained after an event whose hash is prev:
+// SHA-256(prev || canonical(e)).
+func link(prev []byte, e audit.Event) []byte {
 	h := sha256.New()
 	h.Write(prev)
-	h.Write(Canonical(e))
+	h.Write(canonical(e))
 	return h.Sum(nil)
 }
 
-// LinkDetail is Link for a writer that has already made detail, the
-// CanonicalDetail of e.Detail: it spares the JSON round trip on the
+// linkDetail is link for a writer that has already made detail, the
+// canonicalDetail of e.Detail: it spares the JSON round trip on the
 // writer's one goroutine.
-func LinkDetail(prev []byte, e Event, detail []byte) []byte {
+func linkDetail(prev []byte, e audit.Event, detail []byte) []byte {
 	h := sha256.New()
 	h.Write(prev)
 	h.Write(canonicalWith(e, detail))
 	return h.Sum(nil)
 }
 
-// Verifier checks a chain one event at a time, in id order, so a store can
+// verifier checks a chain one event at a time, in id order, so a store can
 // stream its events through it. The zero value is ready to use.
 //
 // The rule: firstBad is the position where the chain stops checking out,
 // always the id after the last good event. An event is good when its ID is
-// the last good ID + 1 (starting at 1) and its Hash is Link(previous hash,
+// the last good ID + 1 (starting at 1) and its Hash is link(previous hash,
 // event). Hence an altered event n gives n; a missing event n (a gap) gives
 // n; a swapped pair n, n+1 gives n. When every event is good, Head compares
 // the chain head kept beside the events (the last event's id and hash, as
@@ -139,7 +142,7 @@ func LinkDetail(prev []byte, e Event, detail []byte) []byte {
 // (events deleted at the end) or with another hash gives last id + 1; a
 // head before the last event (events appended without moving the head)
 // gives head id + 1.
-type Verifier struct {
+type verifier struct {
 	prev     []byte // hash of the last good event; nil before the first
 	last     int64  // id of the last good event
 	events   int
@@ -148,16 +151,16 @@ type Verifier struct {
 
 // Next checks the next event in id order and reports whether the chain
 // still checks out. After the first bad event it only counts events.
-func (v *Verifier) Next(e Event) bool {
+func (v *verifier) Next(e audit.Event) bool {
 	v.events++
 	if v.firstBad != 0 {
 		return false
 	}
 	prev := v.prev
 	if prev == nil {
-		prev = Genesis()
+		prev = genesis()
 	}
-	if e.ID != v.last+1 || !bytes.Equal(e.Hash, Link(prev, e)) {
+	if e.ID != v.last+1 || !bytes.Equal(e.Hash, link(prev, e)) {
 		v.firstBad = v.last + 1
 		return false
 	}
@@ -167,13 +170,13 @@ func (v *Verifier) Next(e Event) bool {
 
 // Head checks, after the last event, the chain head stored beside the
 // events, and reports whether the whole chain checks out.
-func (v *Verifier) Head(id int64, hash []byte) bool {
+func (v *verifier) Head(id int64, hash []byte) bool {
 	if v.firstBad != 0 {
 		return false
 	}
 	prev := v.prev
 	if prev == nil {
-		prev = Genesis()
+		prev = genesis()
 	}
 	switch {
 	case id >= 0 && id < v.last:
@@ -185,11 +188,11 @@ func (v *Verifier) Head(id int64, hash []byte) bool {
 }
 
 // Events is the number of events given to Next.
-func (v *Verifier) Events() int { return v.events }
+func (v *verifier) Events() int { return v.events }
 
-// FirstBad is the id where the chain stops checking out (see Verifier), 0
+// FirstBad is the id where the chain stops checking out (see verifier), 0
 // while it checks out.
-func (v *Verifier) FirstBad() int64 { return v.firstBad }
+func (v *verifier) FirstBad() int64 { return v.firstBad }
 
 // OK reports whether every event so far, and the head if given, checked out.
-func (v *Verifier) OK() bool { return v.firstBad == 0 }
+func (v *verifier) OK() bool { return v.firstBad == 0 }

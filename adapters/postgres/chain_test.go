@@ -1,4 +1,4 @@
-package audit_test
+package postgres
 
 import (
 	"bytes"
@@ -12,16 +12,16 @@ import (
 	"github.com/carebridge/carebridge/core/audit"
 )
 
-var t0 = time.Date(2025, 3, 1, 9, 30, 0, 123456789, time.UTC)
+var chainT0 = time.Date(2025, 3, 1, 9, 30, 0, 123456789, time.UTC)
 
-// chain returns n linked events with ids 1..n.
-func chain(n int) []audit.Event {
+// linkedEvents returns n linked events with ids 1..n.
+func linkedEvents(n int) []audit.Event {
 	events := make([]audit.Event, n)
-	prev := audit.Genesis()
+	prev := genesis()
 	for i := range events {
 		e := audit.Event{
 			ID:           int64(i + 1),
-			At:           t0.Add(time.Duration(i) * time.Second),
+			At:           chainT0.Add(time.Duration(i) * time.Second),
 			RequestID:    "req-" + string(rune('a'+i)),
 			Actor:        "alice",
 			Action:       audit.PatientSearch,
@@ -31,16 +31,16 @@ func chain(n int) []audit.Event {
 			Status:       200,
 			Detail:       map[string]any{"results": i, "sources": []string{"epic"}, "cacheHit": i%2 == 0},
 		}
-		e.Hash = audit.Link(prev, e)
+		e.Hash = link(prev, e)
 		prev = e.Hash
 		events[i] = e
 	}
 	return events
 }
 
-// verify runs events through a Verifier and then checks the head.
-func verify(events []audit.Event, headID int64, headHash []byte) (n int, firstBad int64, ok bool) {
-	var v audit.Verifier
+// verifyEvents runs events through a Verifier and then checks the head.
+func verifyEvents(events []audit.Event, headID int64, headHash []byte) (n int, firstBad int64, ok bool) {
+	var v verifier
 	for _, e := range events {
 		v.Next(e)
 	}
@@ -58,13 +58,13 @@ func TestCanonical_KeyOrderAndForm(t *testing.T) {
 		Hash: []byte("ignored")}
 	want := `{"id":7,"at":"2025-03-01T09:30:00.123456Z","requestId":"r1","actor":"bob","action":"blob.download",` +
 		`"resourceType":"blob","resourceId":"42","outcome":"denied","status":403,"detail":{"a":"x","b":1}}`
-	if got := string(audit.Canonical(e)); got != want {
+	if got := string(canonical(e)); got != want {
 		t.Fatalf("canonical:\n got %s\nwant %s", got, want)
 	}
 }
 
 func TestCanonical_SameContentSameBytes(t *testing.T) {
-	base := audit.Event{ID: 1, At: t0, Action: audit.AppointmentList, Outcome: audit.Success, Status: 200}
+	base := audit.Event{ID: 1, At: chainT0, Action: audit.AppointmentList, Outcome: audit.Success, Status: 200}
 	tests := []struct {
 		name string
 		a, b func(*audit.Event)
@@ -79,11 +79,11 @@ func TestCanonical_SameContentSameBytes(t *testing.T) {
 			func(e *audit.Event) { e.Detail = map[string]any{"sources": []string{"epic", "cerner"}} },
 			func(e *audit.Event) { e.Detail = map[string]any{"sources": []any{"epic", "cerner"}} }},
 		{"nanoseconds below the microsecond (timestamptz keeps µs)",
-			func(e *audit.Event) { e.At = t0.Truncate(time.Microsecond) },
-			func(e *audit.Event) { e.At = t0.Truncate(time.Microsecond).Add(999) }},
+			func(e *audit.Event) { e.At = chainT0.Truncate(time.Microsecond) },
+			func(e *audit.Event) { e.At = chainT0.Truncate(time.Microsecond).Add(999) }},
 		{"the same instant in another zone",
-			func(e *audit.Event) { e.At = t0 },
-			func(e *audit.Event) { e.At = t0.In(time.FixedZone("X", -5*3600)) }},
+			func(e *audit.Event) { e.At = chainT0 },
+			func(e *audit.Event) { e.At = chainT0.In(time.FixedZone("X", -5*3600)) }},
 		{"the hash is not content",
 			func(e *audit.Event) { e.Hash = nil },
 			func(e *audit.Event) { e.Hash = []byte{1, 2, 3} }},
@@ -93,7 +93,7 @@ func TestCanonical_SameContentSameBytes(t *testing.T) {
 			a, b := base, base
 			tt.a(&a)
 			tt.b(&b)
-			if ca, cb := audit.Canonical(a), audit.Canonical(b); !bytes.Equal(ca, cb) {
+			if ca, cb := canonical(a), canonical(b); !bytes.Equal(ca, cb) {
 				t.Fatalf("differ:\n%s\n%s", ca, cb)
 			}
 		})
@@ -103,10 +103,10 @@ func TestCanonical_SameContentSameBytes(t *testing.T) {
 // A detail as PostgreSQL returns it: jsonb normalises the text (key order,
 // spacing, 3.0 vs 3) and the driver decodes it into map[string]any.
 func TestLink_DetailRoundTripThroughJSONBKeepsTheHash(t *testing.T) {
-	e := chain(1)[0]
+	e := linkedEvents(1)[0]
 	e.Detail = map[string]any{"results": 12, "sources": []string{"epic", "wsbot"}, "cacheHit": true,
 		"nested": map[string]any{"z": 1.5, "a": []int{1, 2}}, "note": "<&> é"}
-	stored := audit.Link(audit.Genesis(), e)
+	stored := link(genesis(), e)
 
 	for _, fromDB := range []string{
 		`{"note": "<&> é", "nested": {"a": [1, 2], "z": 1.5}, "results": 12, "sources": ["epic", "wsbot"], "cacheHit": true}`,
@@ -118,7 +118,7 @@ func TestLink_DetailRoundTripThroughJSONBKeepsTheHash(t *testing.T) {
 		}
 		back := e
 		back.Detail = d
-		if got := audit.Link(audit.Genesis(), back); !bytes.Equal(got, stored) {
+		if got := link(genesis(), back); !bytes.Equal(got, stored) {
 			t.Fatalf("hash changed after the round trip %s", fromDB)
 		}
 	}
@@ -129,35 +129,35 @@ func TestCanonicalDetail_RefusesWhatJSONBCannotKeep(t *testing.T) {
 		"NUL":     {"x": "a\x00b"},
 		"channel": {"x": make(chan int)},
 	} {
-		if _, err := audit.CanonicalDetail(d); err == nil {
+		if _, err := canonicalDetail(d); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
 func TestLink_FirstEventChainsFromGenesis(t *testing.T) {
-	g := audit.Genesis()
+	g := genesis()
 	if len(g) != 32 || !bytes.Equal(g, make([]byte, 32)) {
 		t.Fatalf("genesis %x", g)
 	}
 	g[0] = 1 // a caller cannot change the next one
-	if audit.Genesis()[0] != 0 {
+	if genesis()[0] != 0 {
 		t.Fatal("Genesis is shared")
 	}
-	e := chain(1)[0]
-	if bytes.Equal(audit.Link(audit.Genesis(), e), audit.Link(g, e)) {
+	e := linkedEvents(1)[0]
+	if bytes.Equal(link(genesis(), e), link(g, e)) {
 		t.Fatal("prev is not hashed")
 	}
 }
 
 func TestVerifier_GoodChain(t *testing.T) {
-	events := chain(5)
-	n, bad, ok := verify(events, 5, events[4].Hash)
+	events := linkedEvents(5)
+	n, bad, ok := verifyEvents(events, 5, events[4].Hash)
 	if !ok || n != 5 || bad != 0 {
 		t.Fatalf("n=%d firstBad=%d ok=%v", n, bad, ok)
 	}
 	// No events: the head is still the seed.
-	if n, bad, ok := verify(nil, 0, audit.Genesis()); !ok || n != 0 || bad != 0 {
+	if n, bad, ok := verifyEvents(nil, 0, genesis()); !ok || n != 0 || bad != 0 {
 		t.Fatalf("empty: n=%d firstBad=%d ok=%v", n, bad, ok)
 	}
 }
@@ -184,9 +184,9 @@ func TestVerifier_AlteredFieldIsFound(t *testing.T) {
 	}
 	for name, f := range alter {
 		t.Run(name, func(t *testing.T) {
-			events := chain(5)
+			events := linkedEvents(5)
 			f(&events[2]) // event 3
-			n, bad, ok := verify(events, 5, events[4].Hash)
+			n, bad, ok := verifyEvents(events, 5, events[4].Hash)
 			if ok || n != 5 || bad != 3 {
 				t.Fatalf("n=%d firstBad=%d ok=%v, want 5 3 false", n, bad, ok)
 			}
@@ -195,7 +195,7 @@ func TestVerifier_AlteredFieldIsFound(t *testing.T) {
 }
 
 func TestVerifier_BrokenOrderIsFound(t *testing.T) {
-	events := chain(6)
+	events := linkedEvents(6)
 	head, headHash := int64(6), events[5].Hash
 	tests := []struct {
 		name     string
@@ -218,7 +218,7 @@ func TestVerifier_BrokenOrderIsFound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, bad, ok := verify(tt.events, tt.headID, tt.headHash)
+			n, bad, ok := verifyEvents(tt.events, tt.headID, tt.headHash)
 			if ok || n != tt.wantN || bad != tt.wantBad {
 				t.Fatalf("n=%d firstBad=%d ok=%v, want %d %d false", n, bad, ok, tt.wantN, tt.wantBad)
 			}
@@ -236,9 +236,9 @@ func swapContents(events []audit.Event, i, j int) []audit.Event {
 }
 
 func TestVerifier_NextAfterABadEventOnlyCounts(t *testing.T) {
-	events := chain(4)
+	events := linkedEvents(4)
 	events[1].Status = 500
-	var v audit.Verifier
+	var v verifier
 	got := []bool{}
 	for _, e := range events {
 		got = append(got, v.Next(e))
@@ -254,14 +254,14 @@ func TestVerifier_NextAfterABadEventOnlyCounts(t *testing.T) {
 func TestLinkDetail_IsLink(t *testing.T) {
 	e := audit.Event{ID: 7, At: time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC), RequestID: "r", Actor: "a", Action: audit.PatientSearch,
 		ResourceType: "patient", Outcome: audit.Success, Status: 200, Detail: map[string]any{"results": 3, "sources": []string{"x", "y"}, "cacheHit": true}}
-	detail, err := audit.CanonicalDetail(e.Detail)
+	detail, err := canonicalDetail(e.Detail)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(audit.Link(audit.Genesis(), e), audit.LinkDetail(audit.Genesis(), e, detail)) {
+	if !bytes.Equal(link(genesis(), e), linkDetail(genesis(), e, detail)) {
 		t.Fatal("LinkDetail differs from Link")
 	}
-	if got := string(audit.Canonical(e)); !strings.HasSuffix(got, `"status":200,"detail":{"cacheHit":true,"results":3,"sources":["x","y"]}}`) {
+	if got := string(canonical(e)); !strings.HasSuffix(got, `"status":200,"detail":{"cacheHit":true,"results":3,"sources":["x","y"]}}`) {
 		t.Fatalf("canonical form %s", got)
 	}
 }
@@ -273,12 +273,12 @@ func TestCanonical_WithoutBusinessKeepsTheFormerBytes(t *testing.T) {
 		Action: audit.BlobUpload, ResourceType: "blob", ResourceID: "9", Outcome: audit.Success, Status: 201}
 	want := `{"id":3,"at":"2025-03-01T09:30:00.000005Z","requestId":"r3","actor":"carol","action":"blob.upload",` +
 		`"resourceType":"blob","resourceId":"9","outcome":"success","status":201,"detail":{}}`
-	if got := string(audit.Canonical(e)); got != want {
+	if got := string(canonical(e)); got != want {
 		t.Fatalf("canonical:\n got %s\nwant %s", got, want)
 	}
 	// SHA-256(32 zero bytes || the former form), computed apart.
 	const wantHash = "cdf8f2385a28d2587633dbe5f91c44e36ed0e8bfa983217c87f16b59a0e211f6"
-	if got := hex.EncodeToString(audit.Link(audit.Genesis(), e)); got != wantHash {
+	if got := hex.EncodeToString(link(genesis(), e)); got != wantHash {
 		t.Fatalf("hash %s, want %s", got, wantHash)
 	}
 }
@@ -290,12 +290,49 @@ func TestCanonical_WithBusinessAddsItAfterResourceID(t *testing.T) {
 	want := `{"id":3,"at":"2025-03-01T09:30:00.000005Z","requestId":"r3","actor":"carol","action":"blob.upload",` +
 		`"resourceType":"blob","resourceId":"9","businessId":"0b0e6f3c-5a1d-4c2e-9f00-3d8e1a2b4c5d",` +
 		`"outcome":"success","status":201,"detail":{}}`
-	if got := string(audit.Canonical(e)); got != want {
+	if got := string(canonical(e)); got != want {
 		t.Fatalf("canonical:\n got %s\nwant %s", got, want)
 	}
 	without := e
 	without.BusinessID = ""
-	if bytes.Equal(audit.Link(audit.Genesis(), e), audit.Link(audit.Genesis(), without)) {
+	if bytes.Equal(link(genesis(), e), link(genesis(), without)) {
 		t.Fatal("the business is not covered by the hash")
+	}
+}
+
+// The chain's format is pinned byte for byte, with and without a business:
+// every hash stored before the format moved out of core/audit still
+// verifies.
+func TestCanonical_GoldenBytesAndHashes(t *testing.T) {
+	e := audit.Event{ID: 3, At: time.Date(2025, 3, 1, 9, 30, 0, 5000, time.UTC), RequestID: "r3", Actor: "carol",
+		Action: audit.BlobUpload, ResourceType: "blob", ResourceID: "9",
+		BusinessID: "0b0e6f3c-5a1d-4c2e-9f00-3d8e1a2b4c5d", Outcome: audit.Success, Status: 201,
+		Detail: map[string]any{"results": 2, "note": "<&> é"}}
+	without := e
+	without.BusinessID = ""
+	for _, tt := range []struct {
+		name      string
+		e         audit.Event
+		form, sum string
+	}{
+		{"with business", e,
+			`{"id":3,"at":"2025-03-01T09:30:00.000005Z","requestId":"r3","actor":"carol","action":"blob.upload",` +
+				`"resourceType":"blob","resourceId":"9","businessId":"0b0e6f3c-5a1d-4c2e-9f00-3d8e1a2b4c5d",` +
+				`"outcome":"success","status":201,"detail":{"note":"\u003c\u0026\u003e é","results":2}}`,
+			"2e435bf6f1d2c4ba5efabd0e501b1ebd20ae6347f1bd9d643473dc521c1b0bf3"},
+		{"without business", without,
+			`{"id":3,"at":"2025-03-01T09:30:00.000005Z","requestId":"r3","actor":"carol","action":"blob.upload",` +
+				`"resourceType":"blob","resourceId":"9","outcome":"success","status":201,` +
+				`"detail":{"note":"\u003c\u0026\u003e é","results":2}}`,
+			"4952c05d10a3258a79d9eaa2ea3edaf372730a53a90adc1d1fb445d3ee0b2af4"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(canonical(tt.e)); got != tt.form {
+				t.Errorf("canonical:\n got %s\nwant %s", got, tt.form)
+			}
+			if got := hex.EncodeToString(link(genesis(), tt.e)); got != tt.sum {
+				t.Errorf("hash %s, want %s", got, tt.sum)
+			}
+		})
 	}
 }

@@ -1,16 +1,17 @@
-package ehr
+package redis
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/carebridge/carebridge/core/ehr"
 )
 
-// The search result cache's format: the merged answer as the Cache port
-// stores it. The records below are the only shape of it; the domain types
-// carry no tags. Any change of them must bump cacheKeyPrefix, so that
-// entries written in the old shape are never read in the new one (they are
-// left to expire).
-const cacheKeyPrefix = "search:v2:"
+// The search cache's format: an ehr.Answer as it is sealed into Redis. The
+// records below are the only shape of it; the domain types carry no tags.
+// Any change of them must bump the core's cache key version (search:v2:,
+// ehr's cacheKeyPrefix), so that entries written in the old shape are never
+// read in the new one (they are left to expire). answer_test.go pins it.
 
 type (
 	cacheRecord struct {
@@ -58,47 +59,47 @@ type (
 	}
 )
 
-// encodeCached is c in the cache's format.
-func encodeCached(c cached) ([]byte, error) {
+// encodeAnswer is c in the cache's format.
+func encodeAnswer(c ehr.Answer) ([]byte, error) {
 	return json.Marshal(cacheRecord{
 		People:  convertSlice(c.People, toCachePerson),
 		Sources: c.Sources,
 	})
 }
 
-// decodeCached reads an entry written by encodeCached.
-func decodeCached(raw []byte) (cached, error) {
+// decodeAnswer reads an entry written by encodeAnswer.
+func decodeAnswer(raw []byte) (ehr.Answer, error) {
 	var r cacheRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return cached{}, err
+		return ehr.Answer{}, err
 	}
-	return cached{People: convertSlice(r.People, fromCachePerson), Sources: r.Sources}, nil
+	return ehr.Answer{People: convertSlice(r.People, fromCachePerson), Sources: r.Sources}, nil
 }
 
-func toCachePerson(p Person) cachePerson {
+func toCachePerson(p ehr.Person) cachePerson {
 	return cachePerson{
 		ID:          p.ID,
-		Sources:     convertSlice(p.Sources, func(s SourceRef) cacheSourceRef { return cacheSourceRef(s) }),
+		Sources:     convertSlice(p.Sources, func(s ehr.SourceRef) cacheSourceRef { return cacheSourceRef(s) }),
 		Name:        cacheName(p.Name),
 		BirthDate:   p.BirthDate,
 		Gender:      p.Gender,
-		Identifiers: convertSlice(p.Identifiers, func(i Identifier) cacheIdentifier { return cacheIdentifier(i) }),
-		Telecom:     convertSlice(p.Telecom, func(t ContactPoint) cacheTelecom { return cacheTelecom(t) }),
-		Address:     convertSlice(p.Address, func(a Address) cacheAddress { return cacheAddress(a) }),
+		Identifiers: convertSlice(p.Identifiers, func(i ehr.Identifier) cacheIdentifier { return cacheIdentifier(i) }),
+		Telecom:     convertSlice(p.Telecom, func(t ehr.ContactPoint) cacheTelecom { return cacheTelecom(t) }),
+		Address:     convertSlice(p.Address, func(a ehr.Address) cacheAddress { return cacheAddress(a) }),
 		LastUpdated: p.LastUpdated,
 	}
 }
 
-func fromCachePerson(p cachePerson) Person {
-	return Person{
+func fromCachePerson(p cachePerson) ehr.Person {
+	return ehr.Person{
 		ID:          p.ID,
-		Sources:     convertSlice(p.Sources, func(s cacheSourceRef) SourceRef { return SourceRef(s) }),
-		Name:        HumanName(p.Name),
+		Sources:     convertSlice(p.Sources, func(s cacheSourceRef) ehr.SourceRef { return ehr.SourceRef(s) }),
+		Name:        ehr.HumanName(p.Name),
 		BirthDate:   p.BirthDate,
 		Gender:      p.Gender,
-		Identifiers: convertSlice(p.Identifiers, func(i cacheIdentifier) Identifier { return Identifier(i) }),
-		Telecom:     convertSlice(p.Telecom, func(t cacheTelecom) ContactPoint { return ContactPoint(t) }),
-		Address:     convertSlice(p.Address, func(a cacheAddress) Address { return Address(a) }),
+		Identifiers: convertSlice(p.Identifiers, func(i cacheIdentifier) ehr.Identifier { return ehr.Identifier(i) }),
+		Telecom:     convertSlice(p.Telecom, func(t cacheTelecom) ehr.ContactPoint { return ehr.ContactPoint(t) }),
+		Address:     convertSlice(p.Address, func(a cacheAddress) ehr.Address { return ehr.Address(a) }),
 		LastUpdated: p.LastUpdated,
 	}
 }
