@@ -397,8 +397,10 @@ func TestDo_BreakerOpensAfterFiveFailuresAndRecovers(t *testing.T) {
 		start := time.Now()
 		_, err = get(t, c, "/Patient")
 		wantCoreError(t, err, core.KindUnavailable, "circuit_open")
-		if time.Since(start) > 50*time.Millisecond {
-			t.Errorf("an open breaker took %v to answer", time.Since(start))
+		// The bubble's clock moves only when the call waits on a timer: it
+		// stands still, so the open breaker answered without waiting.
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("an open breaker waited %v (on the bubble's clock) to answer", waited)
 		}
 		if n := hits.Load(); n != 5 {
 			t.Errorf("hits %d, want 5: the open breaker must not reach the EHR", n)
@@ -483,59 +485,85 @@ func TestDo_HonoursRetryAfter(t *testing.T) {
 	}
 }
 
-func TestDo_RetryAfterWaitsInRealTime(t *testing.T) {
-	srv := newFakeEHR(t, func(n int64, w http.ResponseWriter, r *http.Request) {
-		if n == 1 {
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		io.WriteString(w, "ok")
-	})
-	c := newClient(t, srv.Server, ehrhttp.Config{RetryAttempts: 1})
-	start := time.Now()
-	resp, err := get(t, c, "/Patient")
+// newBubbleClient returns a client of h over an in-process transport, for
+// a synctest bubble: the bubble's clock then measures exactly the waits
+// the client makes on its own timers (the default sleep, the limiter).
+func newBubbleClient(t *testing.T, h http.HandlerFunc, cfg ehrhttp.Config, opts ...ehrhttp.Option) *ehrhttp.Client {
+	t.Helper()
+	cfg.Name, cfg.BaseURL = "clinic-a", "http://clinic-a.test/fhir"
+	c, err := ehrhttp.New(cfg, append([]ehrhttp.Option{ehrhttp.WithHTTPClient(&http.Client{Transport: inProcess{h}})}, opts...)...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("New: %v", err)
 	}
-	readBody(t, resp)
-	if el := time.Since(start); resp.StatusCode != 200 || el < time.Second || el > 3*time.Second {
-		t.Errorf("status %d after %v, want 200 after about 1 s", resp.StatusCode, el)
-	}
+	return c
 }
 
-func TestDo_DoesNotSleepPastDeadline(t *testing.T) {
-	srv := newFakeEHR(t, func(_ int64, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "10")
-		w.WriteHeader(http.StatusTooManyRequests)
+// The default sleep (no WithSleep) waits the Retry-After: on the bubble's
+// clock the call takes exactly the second asked for.
+func TestDo_RetryAfterWaitsOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		c := newBubbleClient(t, func(w http.ResponseWriter, r *http.Request) {
+			if hits.Add(1) == 1 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			io.WriteString(w, "ok")
+		}, ehrhttp.Config{RetryAttempts: 1})
+		start := time.Now()
+		resp, err := get(t, c, "/Patient")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, resp)
+		if el := time.Since(start); resp.StatusCode != 200 || el != time.Second {
+			t.Errorf("status %d after %v on the bubble's clock, want 200 after 1 s", resp.StatusCode, el)
+		}
+		if n := hits.Load(); n != 2 {
+			t.Errorf("hits %d, want 2", n)
+		}
 	})
-	c := newClient(t, srv.Server, ehrhttp.Config{RetryAttempts: 3})
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	resp, err := getCtx(t, ctx, c, "/Patient")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
-	if resp.StatusCode != http.StatusTooManyRequests || time.Since(start) > 300*time.Millisecond {
-		t.Errorf("status %d after %v, want the 429 at once", resp.StatusCode, time.Since(start))
-	}
-	if n := srv.hits.Load(); n != 1 {
-		t.Errorf("hits %d", n)
-	}
+}
+
+// In a synctest bubble: the caller's 500 ms cannot pass while the EHR
+// answers, and the clock standing still shows the client did not wait.
+func TestDo_DoesNotSleepPastDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		c := newBubbleClient(t, func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.Header().Set("Retry-After", "10")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, ehrhttp.Config{RetryAttempts: 3})
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		resp, err := getCtx(t, ctx, c, "/Patient")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, resp)
+		if el := time.Since(start); resp.StatusCode != http.StatusTooManyRequests || el != 0 {
+			t.Errorf("status %d after %v on the bubble's clock, want the 429 at once", resp.StatusCode, el)
+		}
+		if n := hits.Load(); n != 1 {
+			t.Errorf("hits %d", n)
+		}
+	})
 }
 
 func TestDo_LatencyBeyondTimeoutIsEHRTimeout(t *testing.T) {
+	done := make(chan struct{})
 	srv := newFakeEHR(t, func(_ int64, w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(time.Second):
+		select { // never answers: only the client's time-out can end an attempt
+		case <-done:
 		case <-r.Context().Done():
 		}
 	})
+	t.Cleanup(func() { close(done) })
 	var s sleeps
 	c := newClient(t, srv.Server, ehrhttp.Config{Timeout: 40 * time.Millisecond, RetryAttempts: 2}, ehrhttp.WithSleep(s.sleep))
-	start := time.Now()
 	_, err := get(t, c, "/Patient")
 	e := wantCoreError(t, err, core.KindTimeout, "ehr_timeout")
 	if !errors.Is(e, context.DeadlineExceeded) {
@@ -544,8 +572,8 @@ func TestDo_LatencyBeyondTimeoutIsEHRTimeout(t *testing.T) {
 	if n := srv.hits.Load(); n != 3 {
 		t.Errorf("hits %d, want 3", n)
 	}
-	if el := time.Since(start); el > 500*time.Millisecond {
-		t.Errorf("took %v", el)
+	if d := s.all(); len(d) != 2 {
+		t.Errorf("waits %v, want one before each of the 2 retries", d)
 	}
 }
 
@@ -561,12 +589,9 @@ func TestDo_HungConnectionTimesOutWithoutLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	// The server never answers: only the 50 ms time-out can end the call.
 	_, err = get(t, c, "/Patient")
 	wantCoreError(t, err, core.KindTimeout, "ehr_timeout")
-	if el := time.Since(start); el > time.Second {
-		t.Errorf("took %v", el)
-	}
 
 	close(done)
 	srv.Close()
@@ -590,17 +615,21 @@ func TestDo_CallerDeadlineEndsTheCall(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(done) })
-	c := newClient(t, srv.Server, ehrhttp.Config{Timeout: 5 * time.Second, RetryAttempts: 3})
+	// The server never answers and an attempt has an hour: only the
+	// caller's 50 ms can end the call.
+	var s sleeps
+	c := newClient(t, srv.Server, ehrhttp.Config{Timeout: time.Hour, RetryAttempts: 3}, ehrhttp.WithSleep(s.sleep))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, err := getCtx(t, ctx, c, "/Patient")
 	wantCoreError(t, err, core.KindTimeout, "ehr_timeout")
-	if el := time.Since(start); el > time.Second {
-		t.Errorf("took %v", el)
+	// At most one hit: on a slow machine the deadline may pass before the
+	// request reaches the server. No wait asked: no retry was planned.
+	if n := srv.hits.Load(); n > 1 {
+		t.Errorf("hits %d, want at most 1 (no retry past the caller's deadline)", n)
 	}
-	if n := srv.hits.Load(); n != 1 {
-		t.Errorf("hits %d, want 1 (no retry past the caller's deadline)", n)
+	if d := s.all(); len(d) != 0 {
+		t.Errorf("waits %v past the caller's deadline, want none", d)
 	}
 
 	ctx, cancel = context.WithCancel(context.Background())
@@ -675,41 +704,52 @@ func TestDo_RetriesOnlyReplayableBodies(t *testing.T) {
 	}
 }
 
+// In synctest bubbles: the limiter reads the bubble's clock, which moves
+// only while the client waits on a timer, so the turns are exact.
 func TestDo_RateLimitBeyondTimeoutIsRateLimited(t *testing.T) {
-	srv := newFakeEHR(t, func(_ int64, w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	c := newClient(t, srv.Server, ehrhttp.Config{RequestsPerMinute: 60, Timeout: 50 * time.Millisecond, RetryAttempts: 2})
-	resp, err := get(t, c, "/Patient")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
-	start := time.Now()
-	_, err = get(t, c, "/Patient")
-	e := wantCoreError(t, err, core.KindRateLimited, "rate_limited")
-	if e.RetryAfter <= 0 || e.RetryAfter > time.Second {
-		t.Errorf("RetryAfter %v, want within (0, 1 s]", e.RetryAfter)
-	}
-	if el := time.Since(start); el > 40*time.Millisecond {
-		t.Errorf("rate_limited after %v, want at once", el)
-	}
-	if n := srv.hits.Load(); n != 1 {
-		t.Errorf("hits %d, want 1", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		c := newBubbleClient(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1); io.WriteString(w, "ok") },
+			ehrhttp.Config{RequestsPerMinute: 60, Timeout: 50 * time.Millisecond, RetryAttempts: 2})
+		resp, err := get(t, c, "/Patient")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, resp)
+		start := time.Now()
+		_, err = get(t, c, "/Patient")
+		e := wantCoreError(t, err, core.KindRateLimited, "rate_limited")
+		if e.RetryAfter <= 0 || e.RetryAfter > time.Second {
+			t.Errorf("RetryAfter %v, want within (0, 1 s]", e.RetryAfter)
+		}
+		if el := time.Since(start); el != 0 {
+			t.Errorf("rate_limited after %v on the bubble's clock, want at once", el)
+		}
+		if n := hits.Load(); n != 1 {
+			t.Errorf("hits %d, want 1", n)
+		}
+	})
 }
 
 func TestDo_RateLimitWaitsWithinTimeout(t *testing.T) {
-	srv := newFakeEHR(t, func(_ int64, w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	// 120 per minute: a burst of 2, then one every 500 ms.
-	c := newClient(t, srv.Server, ehrhttp.Config{RequestsPerMinute: 120, Timeout: 2 * time.Second})
-	start := time.Now()
-	for i := range 3 {
-		resp, err := get(t, c, "/Patient")
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		// 120 per minute: a burst of 2, then one every 500 ms.
+		c := newBubbleClient(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1); io.WriteString(w, "ok") },
+			ehrhttp.Config{RequestsPerMinute: 120, Timeout: 2 * time.Second})
+		start := time.Now()
+		for i := range 3 {
+			resp, err := get(t, c, "/Patient")
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			readBody(t, resp)
+			if el, want := time.Since(start), time.Duration(max(i-1, 0))*500*time.Millisecond; el != want {
+				t.Errorf("call %d done after %v on the bubble's clock, want %v", i, el, want)
+			}
 		}
-		readBody(t, resp)
-	}
-	if el := time.Since(start); el < 400*time.Millisecond || el > 1500*time.Millisecond {
-		t.Errorf("3 calls took %v, want about 500 ms", el)
-	}
+		if n := hits.Load(); n != 3 {
+			t.Errorf("hits %d, want 3", n)
+		}
+	})
 }

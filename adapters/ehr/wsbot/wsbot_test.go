@@ -1,15 +1,20 @@
 package wsbot_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/wsbot"
@@ -294,45 +299,81 @@ func TestClient_RefusedHandshakeIsUnauthorized(t *testing.T) {
 	wantCode(t, "in-band unauthorized", err, core.KindBadGateway, "ehr_unauthorized")
 }
 
+// refusingBot refuses every handshake with HTTP 401, over in-memory
+// pipes (see wsbot.SetNetDial): no sockets, so it works in a synctest
+// bubble.
+type refusingBot struct{ handshakes atomic.Int64 }
+
+func (b *refusingBot) dial(context.Context, string, string) (net.Conn, error) {
+	client, server := net.Pipe()
+	go func() {
+		defer server.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(server)); err != nil {
+			return
+		}
+		b.handshakes.Add(1) // before the answer: the client sees the count
+		_, _ = io.WriteString(server, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
+	}()
+	return client, nil
+}
+
+// In a synctest bubble: the bubble's clock moves only when every goroutine
+// waits, so no call can come late by chance, and the backoff is measured
+// exactly.
 func TestClient_ConcurrentCallsShareOneConnectionAttemptAndBackOff(t *testing.T) {
-	srv := wsbottest.Start(t, wsbottest.WithAuthorization("Bearer right"))
-	c := newClient(t, srv.URL(), func(cfg *wsbot.Config) {
-		// A backoff of at least 1 s after a failure: the check within it
-		// below has that much margin for a slow machine.
-		cfg.BackoffBase = 2 * time.Second
-		cfg.BackoffMax = 4 * time.Second
-	})
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			_, err := c.ListAgents(t.Context(), ehr.AgentFilter{})
-			if _, code := codeOf(err); code != "ehr_unauthorized" {
-				t.Errorf("concurrent call: %v; want ehr_unauthorized", err)
-			}
+	synctest.Test(t, func(t *testing.T) {
+		var bot refusingBot
+		c := newClient(t, "ws://clinic-bot.test/bot", func(cfg *wsbot.Config) {
+			// Within the call time-out of 5 s: a backoff of [1 s, 2 s]
+			// after one failure, [2 s, 4 s] after two.
+			cfg.BackoffBase = 2 * time.Second
+			cfg.BackoffMax = 4 * time.Second
 		})
-	}
-	wg.Wait()
-	// One attempt, and one more after the backoff for the calls that came
-	// when the first had failed already.
-	refused := srv.Refused()
-	if refused < 1 || refused > 2 {
-		t.Errorf("64 concurrent calls made %d handshakes; want 1 or 2", refused)
-	}
-	// Within the backoff, a call that cannot wait fails at once and does
-	// not dial.
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	_, err := c.ListAgents(ctx, ehr.AgentFilter{}) // waiting would end in ehr_timeout
-	wantCode(t, "call during the backoff", err, core.KindBadGateway, "ehr_unauthorized")
-	if srv.Refused() != refused {
-		t.Errorf("the bot saw %d handshakes; want no new one", srv.Refused())
-	}
-	// A call that can wait is attempted after the backoff.
-	_, err = c.ListAgents(t.Context(), ehr.AgentFilter{})
-	wantCode(t, "call after the backoff", err, core.KindBadGateway, "ehr_unauthorized")
-	if srv.Refused() != refused+1 {
-		t.Errorf("the bot saw %d handshakes; want %d", srv.Refused(), refused+1)
-	}
+		wsbot.SetNetDial(c, bot.dial)
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				_, err := c.ListAgents(t.Context(), ehr.AgentFilter{})
+				if _, code := codeOf(err); code != "ehr_unauthorized" {
+					t.Errorf("concurrent call: %v; want ehr_unauthorized", err)
+				}
+			})
+		}
+		wg.Wait()
+		// One attempt, and one more after the backoff for the calls that
+		// came when the first had failed already: the clock reaches the
+		// end of the backoff only once every call is waiting.
+		refused := bot.handshakes.Load()
+		if refused < 1 || refused > 2 {
+			t.Errorf("64 concurrent calls made %d handshakes; want 1 or 2", refused)
+		}
+		// Within the backoff (the clock has not moved since the last
+		// failure), a call that cannot wait fails at once and does not
+		// dial.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := c.ListAgents(ctx, ehr.AgentFilter{}) // waiting would end in ehr_timeout
+		wantCode(t, "call during the backoff", err, core.KindBadGateway, "ehr_unauthorized")
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("the call during the backoff waited %v on the bubble's clock; want none", waited)
+		}
+		if n := bot.handshakes.Load(); n != refused {
+			t.Errorf("the bot saw %d handshakes; want no new one", n)
+		}
+		// A call that can wait is attempted after the backoff: random in
+		// [d/2, d], d = 2 s·2^(failures-1) capped at 4 s.
+		start = time.Now()
+		_, err = c.ListAgents(t.Context(), ehr.AgentFilter{})
+		wantCode(t, "call after the backoff", err, core.KindBadGateway, "ehr_unauthorized")
+		d := min(4*time.Second, 2*time.Second<<(refused-1))
+		if waited := time.Since(start); waited < d/2 || waited > d {
+			t.Errorf("the call after %d failures waited %v on the bubble's clock; want a backoff in [%v, %v]", refused, waited, d/2, d)
+		}
+		if n := bot.handshakes.Load(); n != refused+1 {
+			t.Errorf("the bot saw %d handshakes; want %d", n, refused+1)
+		}
+	})
 }
 
 func TestClient_HeaderFailureIsPassedOn(t *testing.T) {
