@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,12 +36,12 @@ import (
 // Config is the whole configuration of the service; cmd builds it from the
 // environment.
 type Config struct {
-	HTTPAddr           string
-	DatabaseURL        string
-	StorageURL         string // CLOUD_STORAGE_CONNECTION_STRING
-	EncryptionKey      []byte // nil: encrypted uploads fail with 400
-	EncryptionKeyID    string
-	PreviousKeys       map[string][]byte
+	HTTPAddr    string
+	DatabaseURL string
+	Objects     ObjectStore // where blobs are kept
+	// BlobKeys wrap the data keys of encrypted blobs (nil: none, encrypted
+	// uploads fail with 400).
+	BlobKeys           *keyring.Ring
 	MaxUploadBytes     int64
 	OIDCIssuerURL      string
 	OIDCAudience       string
@@ -79,6 +78,13 @@ type Config struct {
 	// Events tunes webhook delivery; zero fields take the contract's
 	// defaults (tests shorten them).
 	Events event.Config
+}
+
+// ObjectStore says where blobs are kept: in S3 when set, an S3-compatible
+// store, else in the directory Dir of the local filesystem.
+type ObjectStore struct {
+	Dir string
+	S3  *s3.Config
 }
 
 // App is the running service.
@@ -124,7 +130,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 }
 
 func (a *App) build(ctx context.Context, cfg Config) error {
-	objects, err := newObjectStore(ctx, cfg.StorageURL)
+	objects, err := newObjectStore(ctx, cfg.Objects)
 	if err != nil {
 		return err
 	}
@@ -134,9 +140,9 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("blob store: %w", err)
 		}
 	}
-	keys, err := keyring.New(cfg.EncryptionKeyID, cfg.EncryptionKey, cfg.PreviousKeys)
-	if err != nil {
-		return fmt.Errorf("CLOUD_STORAGE_ENCRYPTION_KEY: %w", err)
+	keys := cfg.BlobKeys
+	if keys == nil {
+		keys = &keyring.Ring{} // no key: wrapping fails with ErrEncryptionKeyMissing
 	}
 	verifier, err := newVerifier(ctx, cfg)
 	if err != nil {
@@ -225,19 +231,11 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func newObjectStore(ctx context.Context, url string) (storage.ObjectStore, error) {
-	scheme, rest, _ := strings.Cut(url, "://")
-	switch strings.ToLower(scheme) {
-	case "file":
-		return fsblob.New(rest)
-	case "s3":
-		cfg, err := s3.ParseConnectionString(url)
-		if err != nil {
-			return nil, fmt.Errorf("CLOUD_STORAGE_CONNECTION_STRING: %w", err)
-		}
-		return s3.New(ctx, cfg)
+func newObjectStore(ctx context.Context, cfg ObjectStore) (storage.ObjectStore, error) {
+	if cfg.S3 != nil {
+		return s3.New(ctx, *cfg.S3)
 	}
-	return nil, errors.New("CLOUD_STORAGE_CONNECTION_STRING: must start with file:// or s3://")
+	return fsblob.New(cfg.Dir)
 }
 
 // newCache is Redis when REDIS_URL is set (shared by several instances),
