@@ -4,7 +4,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,9 +106,8 @@ type App struct {
 	blobs          *storage.Service
 	// sweptIncomplete counts the leftovers of unfinished writes removed.
 	sweptIncomplete prometheus.Counter
-	// closeAudit flushes and stops the audit writer.
-	closeAudit func()
-	events     *events
+	audit           *auditor
+	events          *events
 }
 
 // New migrates the database, connects every adapter, and listens on
@@ -176,11 +175,10 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
 		[]string{"outcome"})
 	registry.MustRegister(a.reconciled)
-	auditor, closeAudit, err := newAuditor(a.db, registry, a.log.With("component", "audit"))
+	a.audit, err = newAuditor(a.db, registry, a.log.With("component", "audit"))
 	if err != nil {
 		return err
 	}
-	a.closeAudit = closeAudit
 	a.events, err = newEvents(ctx, cfg, serviceKeys, a.db, a.log.With("component", "events"), registry)
 	if err != nil {
 		return err
@@ -202,7 +200,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Integration: integration,
 		Tenancy:     ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
 		Registry:    registry,
-		Audit:       auditor,
+		Audit:       a.audit,
 		Ready: func(ctx context.Context) error {
 			err := errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
 			if a.redis != nil {
@@ -289,15 +287,28 @@ func (a *App) ReloadEHR(cfg *ehrconfig.Config) error { return a.ehrs.reload(cfg)
 // Addr is the address the server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
-// Run serves until ctx is done, then shuts down gracefully: it stops
-// accepting, lets requests in flight finish (at most 30 s), and closes.
+// Run serves until ctx is done, with the audit writer and every loop of
+// the service (see loops) beside it, then shuts down in order: the server
+// stops accepting and lets the requests in flight finish (at most 30 s),
+// then the loops stop, and the audit writer, last, flushes the trail of
+// the last requests.
 func (a *App) Run(ctx context.Context) error {
-	jobs, stopJobs := context.WithCancel(ctx)
-	defer stopJobs()
-	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
-	go sweepObjects(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept, a.sweptIncomplete)
-	go reconcileBookings(jobs, cmp.Or(a.reconcileEvery, reconcileEvery), a.integration, a.log.With("component", "jobs"), a.reconciled)
-	a.events.run(jobs)
+	go a.audit.runWriter() // until a.audit.close
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	var loops sync.WaitGroup
+	for _, run := range a.loops() {
+		loops.Go(func() { run(loopCtx) })
+	}
+	err := a.serve(ctx)
+	stopLoops()
+	loops.Wait() // the dispatcher has recorded the deliveries that finished
+	a.audit.close()
+	return err
+}
+
+// serve serves until ctx is done, then shuts the server down gracefully.
+func (a *App) serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()
 	a.log.Info("listening", "addr", a.Addr())
@@ -312,14 +323,14 @@ func (a *App) Run(ctx context.Context) error {
 	if e := <-errc; !errors.Is(e, http.ErrServerClosed) {
 		err = errors.Join(err, e)
 	}
-	stopJobs()
-	a.events.wait() // the deliveries that finished are recorded
 	return err
 }
 
 // Close releases what New built, in the reverse order of building: the
-// listener (already closed when Run served), the audit writer (flushed to the
-// database), the EHR links, Redis, the object store and the database pool.
+// listener (already closed when Run served), the audit writer (Run has
+// flushed and stopped it already; without Run it was never started),
+// the events' NATS connection and pool, the EHR links, Redis, the object
+// store and the database pool.
 // New calls it when a step fails, for the steps before it. A failure to
 // close is logged: nothing is left to retry it.
 func (a *App) Close() {
@@ -328,8 +339,8 @@ func (a *App) Close() {
 			a.log.Warn("close listener", "addr", a.listener.Addr().String(), "error", err)
 		}
 	}
-	if a.closeAudit != nil {
-		a.closeAudit()
+	if a.audit != nil {
+		a.audit.close()
 	}
 	if a.events != nil {
 		a.events.close()
