@@ -4,7 +4,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"errors"
@@ -13,7 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,12 +36,12 @@ import (
 // Config is the whole configuration of the service; cmd builds it from the
 // environment.
 type Config struct {
-	HTTPAddr           string
-	DatabaseURL        string
-	StorageURL         string // CLOUD_STORAGE_CONNECTION_STRING
-	EncryptionKey      []byte // nil: encrypted uploads fail with 400
-	EncryptionKeyID    string
-	PreviousKeys       map[string][]byte
+	HTTPAddr    string
+	DatabaseURL string
+	Objects     ObjectStore // where blobs are kept
+	// BlobKeys wrap the data keys of encrypted blobs (nil: none, encrypted
+	// uploads fail with 400).
+	BlobKeys           *keyring.Ring
 	MaxUploadBytes     int64
 	OIDCIssuerURL      string
 	OIDCAudience       string
@@ -81,6 +80,13 @@ type Config struct {
 	Events event.Config
 }
 
+// ObjectStore says where blobs are kept: in S3 when set, an S3-compatible
+// store, else in the directory Dir of the local filesystem.
+type ObjectStore struct {
+	Dir string
+	S3  *s3.Config
+}
+
 // App is the running service.
 type App struct {
 	log      *slog.Logger
@@ -100,9 +106,8 @@ type App struct {
 	blobs          *storage.Service
 	// sweptIncomplete counts the leftovers of unfinished writes removed.
 	sweptIncomplete prometheus.Counter
-	// closeAudit flushes and stops the audit writer.
-	closeAudit func()
-	events     *events
+	audit           *auditor
+	events          *events
 }
 
 // New migrates the database, connects every adapter, and listens on
@@ -124,7 +129,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 }
 
 func (a *App) build(ctx context.Context, cfg Config) error {
-	objects, err := newObjectStore(ctx, cfg.StorageURL)
+	objects, err := newObjectStore(ctx, cfg.Objects)
 	if err != nil {
 		return err
 	}
@@ -134,9 +139,9 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("blob store: %w", err)
 		}
 	}
-	keys, err := keyring.New(cfg.EncryptionKeyID, cfg.EncryptionKey, cfg.PreviousKeys)
-	if err != nil {
-		return fmt.Errorf("CLOUD_STORAGE_ENCRYPTION_KEY: %w", err)
+	keys := cfg.BlobKeys
+	if keys == nil {
+		keys = &keyring.Ring{} // no key: wrapping fails with ErrEncryptionKeyMissing
 	}
 	verifier, err := newVerifier(ctx, cfg)
 	if err != nil {
@@ -170,11 +175,10 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
 		[]string{"outcome"})
 	registry.MustRegister(a.reconciled)
-	auditor, closeAudit, err := newAuditor(a.db, registry, a.log.With("component", "audit"))
+	a.audit, err = newAuditor(a.db, registry, a.log.With("component", "audit"))
 	if err != nil {
 		return err
 	}
-	a.closeAudit = closeAudit
 	a.events, err = newEvents(ctx, cfg, serviceKeys, a.db, a.log.With("component", "events"), registry)
 	if err != nil {
 		return err
@@ -196,7 +200,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Integration: integration,
 		Tenancy:     ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
 		Registry:    registry,
-		Audit:       auditor,
+		Audit:       a.audit,
 		Ready: func(ctx context.Context) error {
 			err := errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
 			if a.redis != nil {
@@ -225,19 +229,11 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func newObjectStore(ctx context.Context, url string) (storage.ObjectStore, error) {
-	scheme, rest, _ := strings.Cut(url, "://")
-	switch strings.ToLower(scheme) {
-	case "file":
-		return fsblob.New(rest)
-	case "s3":
-		cfg, err := s3.ParseConnectionString(url)
-		if err != nil {
-			return nil, fmt.Errorf("CLOUD_STORAGE_CONNECTION_STRING: %w", err)
-		}
-		return s3.New(ctx, cfg)
+func newObjectStore(ctx context.Context, cfg ObjectStore) (storage.ObjectStore, error) {
+	if cfg.S3 != nil {
+		return s3.New(ctx, *cfg.S3)
 	}
-	return nil, errors.New("CLOUD_STORAGE_CONNECTION_STRING: must start with file:// or s3://")
+	return fsblob.New(cfg.Dir)
 }
 
 // newCache is Redis when REDIS_URL is set (shared by several instances),
@@ -291,15 +287,28 @@ func (a *App) ReloadEHR(cfg *ehrconfig.Config) error { return a.ehrs.reload(cfg)
 // Addr is the address the server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
-// Run serves until ctx is done, then shuts down gracefully: it stops
-// accepting, lets requests in flight finish (at most 30 s), and closes.
+// Run serves until ctx is done, with the audit writer and every loop of
+// the service (see loops) beside it, then shuts down in order: the server
+// stops accepting and lets the requests in flight finish (at most 30 s),
+// then the loops stop, and the audit writer, last, flushes the trail of
+// the last requests.
 func (a *App) Run(ctx context.Context) error {
-	jobs, stopJobs := context.WithCancel(ctx)
-	defer stopJobs()
-	go purgeIdempotency(jobs, a.db.Idempotency(), a.log.With("component", "jobs"), a.purged)
-	go sweepObjects(jobs, a.db, a.blobs, a.log.With("component", "jobs"), a.swept, a.sweptIncomplete)
-	go reconcileBookings(jobs, cmp.Or(a.reconcileEvery, reconcileEvery), a.integration, a.log.With("component", "jobs"), a.reconciled)
-	a.events.run(jobs)
+	go a.audit.runWriter() // until a.audit.close
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	var loops sync.WaitGroup
+	for _, run := range a.loops() {
+		loops.Go(func() { run(loopCtx) })
+	}
+	err := a.serve(ctx)
+	stopLoops()
+	loops.Wait() // the dispatcher has recorded the deliveries that finished
+	a.audit.close()
+	return err
+}
+
+// serve serves until ctx is done, then shuts the server down gracefully.
+func (a *App) serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.listener) }()
 	a.log.Info("listening", "addr", a.Addr())
@@ -314,14 +323,14 @@ func (a *App) Run(ctx context.Context) error {
 	if e := <-errc; !errors.Is(e, http.ErrServerClosed) {
 		err = errors.Join(err, e)
 	}
-	stopJobs()
-	a.events.wait() // the deliveries that finished are recorded
 	return err
 }
 
 // Close releases what New built, in the reverse order of building: the
-// listener (already closed when Run served), the audit writer (flushed to the
-// database), the EHR links, Redis, the object store and the database pool.
+// listener (already closed when Run served), the audit writer (Run has
+// flushed and stopped it already; without Run it was never started),
+// the events' NATS connection and pool, the EHR links, Redis, the object
+// store and the database pool.
 // New calls it when a step fails, for the steps before it. A failure to
 // close is logged: nothing is left to retry it.
 func (a *App) Close() {
@@ -330,8 +339,8 @@ func (a *App) Close() {
 			a.log.Warn("close listener", "addr", a.listener.Addr().String(), "error", err)
 		}
 	}
-	if a.closeAudit != nil {
-		a.closeAudit()
+	if a.audit != nil {
+		a.audit.close()
 	}
 	if a.events != nil {
 		a.events.close()

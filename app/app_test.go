@@ -48,7 +48,7 @@ func TestIntegrationNew_ClosesWhatItBuiltWhenALaterStepFails(t *testing.T) {
 	cfg := app.Config{
 		HTTPAddr:       "127.0.0.1:-1", // refused by net.Listen, the last step
 		DatabaseURL:    dbURL,
-		StorageURL:     "file://" + t.TempDir(),
+		Objects:        app.ObjectStore{Dir: t.TempDir()},
 		MaxUploadBytes: 1 << 20,
 		DevKey:         key,
 		OIDCAudience:   "carebridge",

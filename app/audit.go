@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carebridge/carebridge/adapters/httpapi"
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core/audit"
 )
@@ -28,16 +27,16 @@ const (
 
 // newAuditor is the audit trail the HTTP API records to: the PostgreSQL
 // log, commits grouped, with its counts as metrics, and the tally of
-// requests refused with 401, recorded once their minute is over. The
-// returned func records what the tally holds, then flushes and stops the
-// log. (test/bench builds the service once with this file replaced by a
-// no-op, to measure what the trail costs.)
-func newAuditor(db *postgres.Store, reg *prometheus.Registry, log *slog.Logger) (httpapi.Auditor, func(), error) {
+// requests refused with 401, recorded once their minute is over. It starts
+// nothing: App.Run starts its writer (runWriter) first and its tally's
+// loop (runTally) with the other loops, and stops the writer last (close).
+// (test/bench builds the service once with this file replaced by a no-op,
+// to measure what the trail costs.)
+func newAuditor(db *postgres.Store, reg *prometheus.Registry, log *slog.Logger) (*auditor, error) {
 	l, err := db.AuditLog(postgres.AuditConfig{})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	go l.Run() // until the returned func closes it
 	counter := func(name, help string, v func(postgres.AuditStats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(l.Stats())) })
 	}
@@ -46,9 +45,7 @@ func newAuditor(db *postgres.Store, reg *prometheus.Registry, log *slog.Logger) 
 		tally:    audit.NewTally(unauthenticatedGroups),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_audit_unauthenticated_total",
 			Help: "Requests to audited endpoints refused with 401, counted in the trail's aggregated events."}),
-		log:     log,
-		stop:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		log: log,
 	}
 	reg.MustRegister(
 		counter("carebridge_audit_events_total", "Audit events committed.", func(s postgres.AuditStats) uint64 { return s.Events }),
@@ -56,18 +53,16 @@ func newAuditor(db *postgres.Store, reg *prometheus.Registry, log *slog.Logger) 
 		counter("carebridge_audit_failed_events_total", "Audit events whose transaction failed (answered 503).", func(s postgres.AuditStats) uint64 { return s.Failed }),
 		a.refused,
 	)
-	go a.run()
-	return a, a.close, nil
+	return a, nil
 }
 
 // auditor is the PostgreSQL log with the tally of 401s beside it.
 type auditor struct {
 	*postgres.AuditLog
-	tally         *audit.Tally
-	refused       prometheus.Counter
-	log           *slog.Logger
-	stop, stopped chan struct{}
-	closeOnce     sync.Once
+	tally     *audit.Tally
+	refused   prometheus.Counter
+	log       *slog.Logger
+	closeOnce sync.Once
 }
 
 // Unauthenticated counts a refusal; it does not wait.
@@ -76,14 +71,18 @@ func (a *auditor) Unauthenticated(addr string, e audit.Event) {
 	a.refused.Inc()
 }
 
-// run records, every tallyInterval, the groups whose minute is over.
-func (a *auditor) run() {
-	defer close(a.stopped)
+// runWriter is the log's writer: Record waits for it. It returns once
+// close has flushed the log.
+func (a *auditor) runWriter() { a.AuditLog.Run() }
+
+// runTally records, every tallyInterval until ctx is done, the groups
+// whose minute is over.
+func (a *auditor) runTally(ctx context.Context) {
 	t := time.NewTicker(tallyInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-a.stop:
+		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			if failed := a.record(a.tally.Take(now)); len(failed) > 0 {
@@ -117,13 +116,11 @@ func (a *auditor) record(groups []audit.Group) (failed []audit.Group) {
 	return failed
 }
 
-// close stops the tally's loop, records every group it holds, and flushes
-// and stops the log. Calls after the first do nothing.
+// close records every group the tally holds, then flushes and stops the
+// log; runTally has returned. Calls after the first do nothing.
 func (a *auditor) close() { a.closeOnce.Do(a.shutdown) }
 
 func (a *auditor) shutdown() {
-	close(a.stop)
-	<-a.stopped
 	if failed := a.record(a.tally.Take(time.Time{})); len(failed) > 0 {
 		n := 0
 		for _, g := range failed {

@@ -271,7 +271,7 @@ func (e *ehrs) adapt(s ehrconfig.System) (*ehrSystem, error) {
 		Metrics:           sm,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
+		return nil, fmt.Errorf("EHR system %s: %w", s.Name, err)
 	}
 	types := make([]string, len(s.SearchTypes))
 	for i, t := range s.SearchTypes {
@@ -289,11 +289,11 @@ func (e *ehrs) adapt(s ehrconfig.System) (*ehrSystem, error) {
 			Metrics: sm,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("EHR_CONFIG: system %s: %w", s.Name, err)
+			return nil, fmt.Errorf("EHR system %s: %w", s.Name, err)
 		}
 		out.search.Patients, out.scheduler, out.link = bot, bot, bot
 	default:
-		return nil, fmt.Errorf("EHR_CONFIG: system %s: unknown adapter %q", s.Name, s.Adapter)
+		return nil, fmt.Errorf("EHR system %s: unknown adapter %q", s.Name, s.Adapter)
 	}
 	return out, nil
 }

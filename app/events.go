@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +24,6 @@ type events struct {
 	relay      *event.Relay       // nil without NATS
 	nats       *nats.Publisher    // nil without NATS
 	purged     prometheus.Counter
-	wg         sync.WaitGroup
 }
 
 // How often each instance purges delivered events past their retention.
@@ -85,35 +83,29 @@ func newEvents(ctx context.Context, cfg Config, keys Keys, db *postgres.Store, l
 	return e, nil
 }
 
-// run starts delivering until ctx is done; wait returns once every part
-// has stopped (the dispatcher records what finished first).
-func (e *events) run(ctx context.Context) {
+// loops are the parts that deliver, each until its ctx is done: the
+// wake-ups on commit, the dispatcher, the relay (with NATS) and the purge.
+// App.Run runs them; the dispatcher records what finished before it
+// returns.
+func (e *events) loops() []func(context.Context) {
 	wake := func() {
 		e.dispatcher.Wake()
 		if e.relay != nil {
 			e.relay.Wake()
 		}
 	}
-	e.spawn(func() {
-		e.db.Listen(ctx, wake, func(err error) { e.log.Warn("listen for events", "error", err.Error()) })
-	})
-	e.spawn(func() { e.dispatcher.Run(ctx) })
-	if e.relay != nil {
-		e.spawn(func() { e.relay.Run(ctx) })
+	loops := []func(context.Context){
+		func(ctx context.Context) {
+			e.db.Listen(ctx, wake, func(err error) { e.log.Warn("listen for events", "error", err.Error()) })
+		},
+		e.dispatcher.Run,
+		e.purge,
 	}
-	e.spawn(func() { e.purge(ctx) })
+	if e.relay != nil {
+		loops = append(loops, e.relay.Run)
+	}
+	return loops
 }
-
-func (e *events) spawn(fn func()) {
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		fn()
-	}()
-}
-
-// wait returns once run's goroutines have stopped.
-func (e *events) wait() { e.wg.Wait() }
 
 // close closes the NATS connection and the delivery queue's pool.
 func (e *events) close() {

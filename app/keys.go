@@ -43,7 +43,7 @@ func LoadKeys(ctx context.Context, db *postgres.Store, configured, legacy []keyr
 	}
 	for i, k := range keys {
 		if len(k.Key) != keyring.KeySize {
-			return nil, fmt.Errorf("SERVICE_KEYS: key %d is %d bytes, want %d", i+1, len(k.Key), keyring.KeySize)
+			return nil, fmt.Errorf("service key %d is %d bytes, want %d", i+1, len(k.Key), keyring.KeySize)
 		}
 	}
 	return append(keys[:len(keys):len(keys)], legacy...), nil

@@ -129,8 +129,7 @@ func TestBlob_PreviousKeyStillDecryptsAfterRotation(t *testing.T) {
 	id := int64(r.json(t)["id"].(float64))
 
 	rotated := w.start(func(c *app.Config) {
-		c.EncryptionKey, c.EncryptionKeyID = key(2), "k2"
-		c.PreviousKeys = map[string][]byte{"k1": key(1)}
+		c.BlobKeys = w.keyRing("k2", key(2), map[string][]byte{"k1": key(1)})
 	})
 	if d := rotated.do("GET", fmt.Sprintf("/cloud-blob/download/%d", id), alice, nil); d.status != 200 || !bytes.Equal(d.body, pdf) {
 		t.Fatalf("download after rotation: %d", d.status)
@@ -138,7 +137,7 @@ func TestBlob_PreviousKeyStillDecryptsAfterRotation(t *testing.T) {
 	if n := rotated.upload(alice, fileFields("n.pdf", "application/pdf", pdf, field{"isEncrypted", "true"})...); n.json(t)["encryptionKeyId"] != "k2" {
 		t.Fatalf("new upload not under the new key: %s", n.body)
 	}
-	forgotten := w.start(func(c *app.Config) { c.EncryptionKey, c.EncryptionKeyID = key(3), "k3" })
+	forgotten := w.start(func(c *app.Config) { c.BlobKeys = w.keyRing("k3", key(3), nil) })
 	if d := forgotten.do("GET", fmt.Sprintf("/cloud-blob/download/%d", id), alice, nil); d.status != 500 || d.errorCode(t) != "internal_error" {
 		t.Fatalf("download without the old key: %d %s", d.status, d.body)
 	}
@@ -197,7 +196,7 @@ func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 func TestBlob_BadInputIsRefusedAndLeavesNothing(t *testing.T) {
 	w := newWorld(t, withS3)
 	s := w.start(nil)
-	noKey := w.start(func(c *app.Config) { c.EncryptionKey, c.EncryptionKeyID = nil, "" })
+	noKey := w.start(func(c *app.Config) { c.BlobKeys = nil })
 	alice := w.token("alice")
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{7}, 1000)...)
 

@@ -22,6 +22,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/adapters/s3"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/core/storage"
@@ -38,9 +39,9 @@ type world struct {
 	t          *testing.T
 	dbURL      string
 	db         *pgxpool.Pool
-	storageURL string        // the apps' CLOUD_STORAGE_CONNECTION_STRING
-	s3         s3.Config     // set by withS3
-	raw        *awss3.Client // set by withS3: the S3 server's client, behind the app's back
+	blobConfig app.ObjectStore // the apps' blob store
+	s3         s3.Config       // set by withS3
+	raw        *awss3.Client   // set by withS3: the S3 server's client, behind the app's back
 	issuer     *oidctest.Issuer
 }
 
@@ -54,7 +55,8 @@ type worldOption func(*world)
 func withS3(w *world) {
 	w.t.Helper()
 	w.s3 = s3test.Start(w.t)
-	w.storageURL = w.s3.ConnectionString()
+	cfg := w.s3
+	w.blobConfig = app.ObjectStore{S3: &cfg}
 	w.raw = awss3.New(awss3.Options{
 		Region:       w.s3.Region,
 		BaseEndpoint: aws.String("http://" + w.s3.Endpoint),
@@ -65,7 +67,7 @@ func withS3(w *world) {
 
 func newWorld(t *testing.T, opts ...worldOption) *world {
 	t.Helper()
-	w := &world{t: t, dbURL: pgtest.New(t), storageURL: "file://" + t.TempDir(), issuer: oidctest.New(t)}
+	w := &world{t: t, dbURL: pgtest.New(t), blobConfig: app.ObjectStore{Dir: t.TempDir()}, issuer: oidctest.New(t)}
 	for _, o := range opts {
 		o(w)
 	}
@@ -98,6 +100,16 @@ type server struct {
 // key is a master key, base64.
 func key(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
+// keyRing is the blob key ring of current (named id) and previous.
+func (w *world) keyRing(id string, current []byte, previous map[string][]byte) *keyring.Ring {
+	w.t.Helper()
+	r, err := keyring.New(id, current, previous)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return r
+}
+
 // start runs an app over the world's services; edit adjusts its config.
 func (w *world) start(edit func(*app.Config)) *server {
 	w.t.Helper()
@@ -121,14 +133,13 @@ func (w *world) startLogging(out io.Writer, edit func(*app.Config)) *server {
 // edit.
 func (w *world) config(edit func(*app.Config)) app.Config {
 	cfg := app.Config{
-		HTTPAddr:        "127.0.0.1:0",
-		DatabaseURL:     w.dbURL,
-		StorageURL:      w.storageURL,
-		EncryptionKey:   key(1),
-		EncryptionKeyID: "k1",
-		MaxUploadBytes:  4 << 20,
-		OIDCIssuerURL:   w.issuer.URL(),
-		OIDCAudience:    audience,
+		HTTPAddr:       "127.0.0.1:0",
+		DatabaseURL:    w.dbURL,
+		Objects:        w.blobConfig,
+		BlobKeys:       w.keyRing("k1", key(1), nil),
+		MaxUploadBytes: 4 << 20,
+		OIDCIssuerURL:  w.issuer.URL(),
+		OIDCAudience:   audience,
 	}
 	if edit != nil {
 		edit(&cfg)

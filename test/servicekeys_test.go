@@ -87,7 +87,7 @@ func TestServiceKeys_InstancesStartingTogetherShareTheGeneratedKey(t *testing.T)
 	}
 	one, two := w.startTogether(func(c *app.Config) {
 		c.EHR, c.RedisURL, c.SearchCacheTTL = cfg, fmt.Sprintf("redis://127.0.0.1:6379/%d", serviceKeysRedisDB), time.Minute
-		c.EncryptionKey, c.EncryptionKeyID = nil, ""
+		c.BlobKeys = nil
 	})
 	if n := w.count("service_keys"); n != 1 {
 		t.Fatalf("%d service keys stored, want 1", n)

@@ -157,7 +157,9 @@ func ParsePrevious(s string) (map[string][]byte, error) {
 	return keys, nil
 }
 
-// Ring holds the master keys. It is safe for concurrent use.
+// Ring holds the master keys. It is safe for concurrent use. The zero Ring
+// holds no key: Wrap fails with storage.ErrEncryptionKeyMissing and Unwrap
+// with storage.ErrEncryptionKeyUnknown.
 type Ring struct {
 	currentID string
 	current   cipher.AEAD            // nil when no current key is configured

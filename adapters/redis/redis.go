@@ -96,6 +96,13 @@ func New(ctx context.Context, url string, key []byte) (*Cache, error) {
 	return c, nil
 }
 
+// CheckURL reports whether New would accept url (its syntax; it does not
+// connect). Its error never repeats the URL, which may hold a password.
+func CheckURL(url string) error {
+	_, err := goredis.ParseURL(url)
+	return stripURL(err)
+}
+
 // stripURL drops the *url.Error wrapper, whose text repeats the whole
 // URL, password included.
 func stripURL(err error) error {

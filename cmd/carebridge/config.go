@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"github.com/carebridge/carebridge/adapters/auth"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/keyring"
+	"github.com/carebridge/carebridge/adapters/redis"
+	"github.com/carebridge/carebridge/adapters/s3"
 	"github.com/carebridge/carebridge/app"
 )
 
@@ -35,44 +38,47 @@ func (e env) or(name, def string) string {
 	return def
 }
 
-// loadConfig builds app.Config from the environment. Every problem is
-// reported at once, one per variable.
+// badFunc records a problem with the variable name.
+type badFunc func(name, format string, args ...any)
+
+// loadConfig builds app.Config from the environment: every value parsed
+// and checked here, so app.New gets valid values and every problem is
+// reported at once, one per variable, before anything connects.
 func loadConfig(getenv env) (app.Config, slog.Level, error) {
 	var errs []error
 	bad := func(name, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
 	}
-	cfg := app.Config{
-		HTTPAddr:        getenv.or("HTTP_ADDR", defaultHTTPAddr),
-		DatabaseURL:     getenv.or("DATABASE_URL", ""),
-		StorageURL:      getenv.or("CLOUD_STORAGE_CONNECTION_STRING", defaultStorageURL),
-		EncryptionKeyID: getenv.or("CLOUD_STORAGE_ENCRYPTION_KEY_ID", ""),
-		OIDCIssuerURL:   getenv.or("OIDC_ISSUER_URL", ""),
-		OIDCAudience:    getenv.or("OIDC_AUDIENCE", ""),
-		MaxUploadBytes:  defaultMaxUpload,
+	cfg := app.Config{}
+	loadServerConfig(getenv, &cfg, bad)
+	loadStorageConfig(getenv, &cfg, bad)
+	loadAuthConfig(getenv, &cfg, bad)
+	loadSearchConfig(getenv, &cfg, bad)
+	keys, legacy, err := serviceKeys(getenv)
+	if err != nil {
+		errs = append(errs, err)
 	}
+	cfg.ServiceKeys, cfg.LegacyKeys = keys, legacy
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(getenv.or("LOG_LEVEL", "info"))); err != nil {
+		bad("LOG_LEVEL", "must be debug, info, warn or error")
+	}
+	return cfg, level, errors.Join(errs...)
+}
+
+// loadServerConfig reads the listen address, the database and the HTTP
+// limits.
+func loadServerConfig(getenv env, cfg *app.Config, bad badFunc) {
+	cfg.HTTPAddr = getenv.or("HTTP_ADDR", defaultHTTPAddr)
+	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {
+		bad("HTTP_ADDR", "must be host:port or :port, got %q", cfg.HTTPAddr)
+	}
+	cfg.DatabaseURL = getenv.or("DATABASE_URL", "")
 	if cfg.DatabaseURL == "" {
 		bad("DATABASE_URL", "is required")
 	}
-	if s := strings.ToLower(cfg.StorageURL); !strings.HasPrefix(s, "file://") && !strings.HasPrefix(s, "s3://") {
-		bad("CLOUD_STORAGE_CONNECTION_STRING", "must start with file:// or s3://")
-	}
-	if v := getenv.or("CLOUD_STORAGE_ENCRYPTION_KEY", ""); v != "" {
-		key, err := keyring.ParseKey(v)
-		if err != nil {
-			bad("CLOUD_STORAGE_ENCRYPTION_KEY", "%v", err)
-		}
-		cfg.EncryptionKey = key
-	} else if cfg.EncryptionKeyID != "" {
-		bad("CLOUD_STORAGE_ENCRYPTION_KEY_ID", "is set but CLOUD_STORAGE_ENCRYPTION_KEY is not")
-	}
-	if v := getenv.or("CLOUD_STORAGE_PREVIOUS_KEYS", ""); v != "" {
-		prev, err := keyring.ParsePrevious(v)
-		if err != nil {
-			bad("CLOUD_STORAGE_PREVIOUS_KEYS", "%v", err)
-		}
-		cfg.PreviousKeys = prev
-	}
+	cfg.MaxUploadBytes = defaultMaxUpload
 	if v := getenv.or("MAX_UPLOAD_BYTES", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
@@ -87,7 +93,81 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 		}
 		cfg.ReadAheadBytes = n
 	}
+	for _, o := range strings.Split(getenv.or("CORS_ALLOWED_ORIGINS", ""), ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || strings.Contains(o, "*") {
+			bad("CORS_ALLOWED_ORIGINS", "%q is not an exact origin such as https://app.example.com", o)
+			continue
+		}
+		cfg.CORSAllowedOrigins = append(cfg.CORSAllowedOrigins, o)
+	}
+}
 
+// loadStorageConfig reads the blob store and its encryption keys.
+func loadStorageConfig(getenv env, cfg *app.Config, bad badFunc) {
+	objects, err := parseObjectStore(getenv.or("CLOUD_STORAGE_CONNECTION_STRING", defaultStorageURL))
+	if err != nil {
+		bad("CLOUD_STORAGE_CONNECTION_STRING", "%v", err)
+	}
+	cfg.Objects = objects
+
+	id := getenv.or("CLOUD_STORAGE_ENCRYPTION_KEY_ID", "")
+	var current []byte
+	var previous map[string][]byte
+	ok := true
+	if v := getenv.or("CLOUD_STORAGE_ENCRYPTION_KEY", ""); v != "" {
+		if current, err = keyring.ParseKey(v); err != nil {
+			bad("CLOUD_STORAGE_ENCRYPTION_KEY", "%v", err)
+			ok = false
+		}
+	} else if id != "" {
+		bad("CLOUD_STORAGE_ENCRYPTION_KEY_ID", "is set but CLOUD_STORAGE_ENCRYPTION_KEY is not")
+		ok = false
+	}
+	if v := getenv.or("CLOUD_STORAGE_PREVIOUS_KEYS", ""); v != "" {
+		if previous, err = keyring.ParsePrevious(v); err != nil {
+			bad("CLOUD_STORAGE_PREVIOUS_KEYS", "%v", err)
+			ok = false
+		}
+	}
+	if !ok || (current == nil && previous == nil) {
+		return
+	}
+	ring, err := keyring.New(id, current, previous)
+	if err != nil {
+		bad("CLOUD_STORAGE_ENCRYPTION_KEY", "%v", err)
+		return
+	}
+	cfg.BlobKeys = ring
+}
+
+// parseObjectStore reads a blob connection string: file://dir or
+// s3://… (see the contract). Its errors never repeat the secret key.
+func parseObjectStore(s string) (app.ObjectStore, error) {
+	scheme, rest, _ := strings.Cut(s, "://")
+	switch strings.ToLower(scheme) {
+	case "file":
+		if rest == "" {
+			return app.ObjectStore{}, errors.New("file:// names no directory")
+		}
+		return app.ObjectStore{Dir: rest}, nil
+	case "s3":
+		c, err := s3.ParseConnectionString(s)
+		if err != nil {
+			return app.ObjectStore{}, err
+		}
+		return app.ObjectStore{S3: &c}, nil
+	}
+	return app.ObjectStore{}, errors.New("must start with file:// or s3://")
+}
+
+// loadAuthConfig reads how tokens are verified: an OIDC issuer, or the
+// local dev key (AUTH_DEV_MODE, loopback only).
+func loadAuthConfig(getenv env, cfg *app.Config, bad badFunc) {
+	cfg.OIDCIssuerURL = getenv.or("OIDC_ISSUER_URL", "")
+	cfg.OIDCAudience = getenv.or("OIDC_AUDIENCE", "")
 	devMode, err := strconv.ParseBool(getenv.or("AUTH_DEV_MODE", "false"))
 	if err != nil {
 		bad("AUTH_DEV_MODE", "must be true or false")
@@ -112,35 +192,13 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 	default:
 		if cfg.OIDCIssuerURL == "" {
 			bad("OIDC_ISSUER_URL", "is required unless AUTH_DEV_MODE=true")
+		} else if u, err := url.Parse(cfg.OIDCIssuerURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("OIDC_ISSUER_URL", "must be an https:// (or http://) URL, got %q", cfg.OIDCIssuerURL)
 		}
 		if cfg.OIDCAudience == "" {
 			bad("OIDC_AUDIENCE", "is required unless AUTH_DEV_MODE=true")
 		}
 	}
-
-	for _, o := range strings.Split(getenv.or("CORS_ALLOWED_ORIGINS", ""), ",") {
-		if o = strings.TrimSpace(o); o == "" {
-			continue
-		}
-		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || strings.Contains(o, "*") {
-			bad("CORS_ALLOWED_ORIGINS", "%q is not an exact origin such as https://app.example.com", o)
-			continue
-		}
-		cfg.CORSAllowedOrigins = append(cfg.CORSAllowedOrigins, o)
-	}
-
-	loadSearchConfig(getenv, &cfg, bad)
-	keys, legacy, err := serviceKeys(getenv)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	cfg.ServiceKeys, cfg.LegacyKeys = keys, legacy
-
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(getenv.or("LOG_LEVEL", "info"))); err != nil {
-		bad("LOG_LEVEL", "must be debug, info, warn or error")
-	}
-	return cfg, level, errors.Join(errs...)
 }
 
 // Search defaults of the contract.
@@ -149,20 +207,21 @@ const (
 	defaultSearchRateLimit = 120
 )
 
-// loadSearchConfig reads the EHR systems file and the search gateway's
-// settings.
-func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string, args ...any)) {
+// loadSearchConfig reads the EHR systems file, the search gateway's
+// settings and the event relay's NATS servers.
+func loadSearchConfig(getenv env, cfg *app.Config, bad badFunc) {
 	cfg.EHR = loadEHRConfig(getenv, bad)
 	cfg.EventsNATSURL = getenv.or("EVENTS_NATS_URL", "")
-	for _, u := range strings.Split(cfg.EventsNATSURL, ",") {
-		if cfg.EventsNATSURL != "" && !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
-			bad("EVENTS_NATS_URL", "must be nats:// or tls:// URLs, comma-separated")
-			break
-		}
+	if cfg.EventsNATSURL != "" && !validNATSURLs(cfg.EventsNATSURL) {
+		bad("EVENTS_NATS_URL", "must be nats:// or tls:// URLs, comma-separated")
 	}
 	cfg.RedisURL = getenv.or("REDIS_URL", "")
 	if s := strings.ToLower(cfg.RedisURL); s != "" && !strings.HasPrefix(s, "redis://") && !strings.HasPrefix(s, "rediss://") && !strings.HasPrefix(s, "unix://") {
 		bad("REDIS_URL", "must be a redis://, rediss:// or unix:// URL")
+	} else if s != "" {
+		if err := redis.CheckURL(cfg.RedisURL); err != nil {
+			bad("REDIS_URL", "%v", err)
+		}
 	}
 	cfg.SearchCacheTTL = defaultSearchCacheTTL
 	if v := getenv.or("SEARCH_CACHE_TTL", ""); v != "" {
@@ -182,10 +241,25 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad func(name, format string,
 	}
 }
 
+// validNATSURLs reports whether list is comma-separated nats:// or tls://
+// URLs, each naming a host. (The value is not repeated in errors: it may
+// carry credentials.)
+func validNATSURLs(list string) bool {
+	for _, s := range strings.Split(list, ",") {
+		if !strings.HasPrefix(s, "nats://") && !strings.HasPrefix(s, "tls://") {
+			return false
+		}
+		if u, err := url.Parse(s); err != nil || u.Host == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // loadEHRConfig reads the EHR systems file EHR_CONFIG (nil when unset),
 // its enc: secrets opened with EHR_CREDENTIALS_KEY; start-up and SIGHUP
 // both read it so.
-func loadEHRConfig(getenv env, bad func(name, format string, args ...any)) *ehrconfig.Config {
+func loadEHRConfig(getenv env, bad badFunc) *ehrconfig.Config {
 	var credKey []byte
 	if v := getenv.or("EHR_CREDENTIALS_KEY", ""); v != "" {
 		key, err := keyring.ParseKey(v)

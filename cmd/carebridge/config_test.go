@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/app"
 )
 
@@ -23,7 +24,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8080" || cfg.StorageURL != "file://./data/blobs" || cfg.MaxUploadBytes != 104857600 || cfg.EncryptionKey != nil || cfg.DevKey != nil ||
+	if cfg.HTTPAddr != ":8080" || cfg.Objects != (app.ObjectStore{Dir: "./data/blobs"}) || cfg.MaxUploadBytes != 104857600 || cfg.BlobKeys != nil || cfg.DevKey != nil ||
 		cfg.ReadAheadBytes != 0 {
 		t.Fatalf("defaults %+v", cfg)
 	}
@@ -84,8 +85,20 @@ func TestLoadConfig_KeysAndOrigins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.EncryptionKey) != 32 || len(cfg.PreviousKeys["old"]) != 32 || len(cfg.CORSAllowedOrigins) != 2 {
+	if cfg.BlobKeys == nil || cfg.BlobKeys.CurrentID() != keyring.KeyID(bytes.Repeat([]byte{0xab}, 32)) || len(cfg.CORSAllowedOrigins) != 2 {
 		t.Fatalf("%+v", cfg)
+	}
+	// A data key wrapped under the previous key still opens.
+	old, err := keyring.New("old", bytes.Repeat([]byte{0xcd}, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wrapped, err := old.Wrap(make([]byte, keyring.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.BlobKeys.Unwrap("old", wrapped); err != nil {
+		t.Fatalf("previous key: %v", err)
 	}
 }
 
@@ -291,5 +304,51 @@ func TestLoadConfig_EventSettings(t *testing.T) {
 	}
 	if _, err := loadConfigOnly(with("EVENTS_NATS_URL", "http://127.0.0.1:4222")); err == nil || !strings.Contains(err.Error(), "EVENTS_NATS_URL") {
 		t.Fatalf("an http URL for NATS: %v", err)
+	}
+}
+
+// What app.New used to refuse only after connecting (a key id that is not
+// one, a malformed s3:// string, a bad SERVICE_KEYS, the syntax of URLs and
+// of the listen address) is refused here, every problem at once.
+func TestLoadConfig_ReportsWhatAppUsedToRefuseAllAtOnce(t *testing.T) {
+	_, _, err := loadConfig(envOf(map[string]string{
+		"DATABASE_URL":                    "postgres://x",
+		"HTTP_ADDR":                       "8080",
+		"CLOUD_STORAGE_CONNECTION_STRING": "s3://AKID:s3cr3t-secret@host:9000/some/path",
+		"CLOUD_STORAGE_ENCRYPTION_KEY":    strings.Repeat("ab", 32),
+		"CLOUD_STORAGE_ENCRYPTION_KEY_ID": "not/an/id",
+		"SERVICE_KEYS":                    "k1:short",
+		"OIDC_ISSUER_URL":                 "id.example",
+		"OIDC_AUDIENCE":                   "cb",
+		"REDIS_URL":                       "redis://127.0.0.1:6379/notadb",
+		"EVENTS_NATS_URL":                 "nats://",
+	}))
+	if err == nil {
+		t.Fatal("bad configuration accepted")
+	}
+	line := oneLine(err)
+	for _, v := range []string{"HTTP_ADDR", "CLOUD_STORAGE_CONNECTION_STRING", "CLOUD_STORAGE_ENCRYPTION_KEY:", "SERVICE_KEYS",
+		"OIDC_ISSUER_URL", "REDIS_URL", "EVENTS_NATS_URL"} {
+		if !strings.Contains(line, v) {
+			t.Errorf("%s not named in %q", v, line)
+		}
+	}
+	if strings.Contains(line, "s3cr3t") || strings.Contains(line, strings.Repeat("ab", 32)) {
+		t.Errorf("secret in %q", line)
+	}
+}
+
+func TestParseObjectStore(t *testing.T) {
+	if got, err := parseObjectStore("FILE:///var/blobs"); err != nil || got != (app.ObjectStore{Dir: "/var/blobs"}) {
+		t.Fatalf("file: %+v %v", got, err)
+	}
+	got, err := parseObjectStore("s3://AK:SK@127.0.0.1:9000?secure=false&bucket_prefix=cb-")
+	if err != nil || got.S3 == nil || got.S3.Endpoint != "127.0.0.1:9000" || got.S3.Secure || got.S3.BucketPrefix != "cb-" {
+		t.Fatalf("s3: %+v %v", got, err)
+	}
+	for _, bad := range []string{"ftp://x", "file://", "s3://"} {
+		if _, err := parseObjectStore(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

@@ -11,17 +11,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carebridge/carebridge/adapters/httpapi"
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core/audit"
 )
 
-type noAudit struct{}
+// auditor is a no-op audit trail with the methods App uses.
+type auditor struct{}
 
-func (noAudit) Record(context.Context, audit.Event) error { return nil }
-func (noAudit) Ready(context.Context) error               { return nil }
-func (noAudit) Unauthenticated(string, audit.Event)       {}
-
-func newAuditor(*postgres.Store, *prometheus.Registry, *slog.Logger) (httpapi.Auditor, func(), error) {
-	return noAudit{}, func() {}, nil
+func newAuditor(*postgres.Store, *prometheus.Registry, *slog.Logger) (*auditor, error) {
+	return &auditor{}, nil
 }
+
+func (*auditor) Record(context.Context, audit.Event) error { return nil }
+func (*auditor) Ready(context.Context) error               { return nil }
+func (*auditor) Unauthenticated(string, audit.Event)       {}
+func (*auditor) runWriter()                                {}
+func (*auditor) runTally(context.Context)                  {}
+func (*auditor) close()                                    {}

@@ -1,0 +1,26 @@
+package app
+
+import (
+	"cmp"
+	"context"
+)
+
+// loops are the long-running parts of the service besides the server and
+// the audit writer, each running until its ctx is done. Run starts every
+// one of them, here and nowhere else (no adapter or core constructor
+// starts a goroutine), and waits for them at shutdown once the server has
+// stopped: the audit trail's tally of refused requests, the Idempotency-Key
+// purge, the object sweeper, the booking reconciler, and the events'
+// delivery (wake-ups, dispatcher, relay, purge).
+func (a *App) loops() []func(context.Context) {
+	jobs := a.log.With("component", "jobs")
+	loops := []func(context.Context){
+		a.audit.runTally,
+		func(ctx context.Context) { purgeIdempotency(ctx, a.db.Idempotency(), jobs, a.purged) },
+		func(ctx context.Context) { sweepObjects(ctx, a.db, a.blobs, jobs, a.swept, a.sweptIncomplete) },
+		func(ctx context.Context) {
+			reconcileBookings(ctx, cmp.Or(a.reconcileEvery, reconcileEvery), a.integration, jobs, a.reconciled)
+		},
+	}
+	return append(loops, a.events.loops()...)
+}
