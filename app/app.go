@@ -102,7 +102,7 @@ type App struct {
 	// outcome (recorded, released, failed).
 	reconciled     *prometheus.CounterVec
 	reconcileEvery time.Duration
-	integration    *ehr.Integration
+	scheduling     *ehr.Scheduling
 	blobs          *storage.Service
 	// sweptIncomplete counts the leftovers of unfinished writes removed.
 	sweptIncomplete prometheus.Counter
@@ -163,9 +163,9 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	}
 	logEHRSystems(ctx, a.log, cfg.EHR)
 	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
-	integration := ehr.NewIntegration(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
-		ehr.IntegrationConfig{FingerprintKeys: serviceKeys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
-	a.integration, a.reconcileEvery = integration, cfg.ReconcileEvery
+	scheduling := ehr.NewScheduling(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
+		ehr.SchedulingConfig{FingerprintKeys: serviceKeys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
+	a.scheduling, a.reconcileEvery = scheduling, cfg.ReconcileEvery
 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
@@ -192,15 +192,15 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		Help: "Temporary files and incomplete multipart uploads of unfinished writes, older than a day, removed by the sweeper."})
 	registry.MustRegister(a.swept, a.sweptIncomplete)
 	api := httpapi.New(httpapi.Config{
-		Log:         a.log.With("component", "http"),
-		Auth:        verifier,
-		Storage:     blobs,
-		Business:    NewBusiness(a.db, blobs),
-		Search:      countCacheHits(search, newSearchCacheMetrics(registry)),
-		Integration: integration,
-		Tenancy:     ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
-		Registry:    registry,
-		Audit:       a.audit,
+		Log:        a.log.With("component", "http"),
+		Auth:       verifier,
+		Storage:    blobs,
+		Business:   NewBusiness(a.db, blobs),
+		Search:     countCacheHits(search, newSearchCacheMetrics(registry)),
+		Scheduling: scheduling,
+		Tenancy:    ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
+		Registry:   registry,
+		Audit:      a.audit,
 		Ready: func(ctx context.Context) error {
 			err := errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
 			if a.redis != nil {

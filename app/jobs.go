@@ -27,10 +27,10 @@ const (
 )
 
 // reconcileBookings settles, every `every` until ctx is done, the
-// bookings whose EHR answer was lost (ehr.Integration.Reconcile), a batch
+// bookings whose EHR answer was lost (ehr.Scheduling.Reconcile), a batch
 // at a time until a batch comes back short. Every instance runs it: each
 // booking is leased to one.
-func reconcileBookings(ctx context.Context, every time.Duration, in *ehr.Integration, log *slog.Logger, done *prometheus.CounterVec) {
+func reconcileBookings(ctx context.Context, every time.Duration, in *ehr.Scheduling, log *slog.Logger, done *prometheus.CounterVec) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

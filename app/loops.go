@@ -19,7 +19,7 @@ func (a *App) loops() []func(context.Context) {
 		func(ctx context.Context) { purgeIdempotency(ctx, a.db.Idempotency(), jobs, a.purged) },
 		func(ctx context.Context) { sweepObjects(ctx, a.db, a.blobs, jobs, a.swept, a.sweptIncomplete) },
 		func(ctx context.Context) {
-			reconcileBookings(ctx, cmp.Or(a.reconcileEvery, reconcileEvery), a.integration, jobs, a.reconciled)
+			reconcileBookings(ctx, cmp.Or(a.reconcileEvery, reconcileEvery), a.scheduling, jobs, a.reconciled)
 		},
 	}
 	return append(loops, a.events.loops()...)

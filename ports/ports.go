@@ -56,8 +56,8 @@ type Tenancy interface {
 
 var _ Tenancy = (*ehr.Tenancy)(nil)
 
-// Integration is the appointment and agent use cases (core/ehr.Integration).
-type Integration interface {
+// Scheduling is the appointment and agent use cases (core/ehr.Scheduling).
+type Scheduling interface {
 	Book(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error)
 	Appointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error)
 	Cancel(ctx context.Context, id, reason string) (ehr.Appointment, error)
@@ -67,4 +67,4 @@ type Integration interface {
 	Availability(ctx context.Context, agentID, from, to string, minutes int) (ehr.Availability, error)
 }
 
-var _ Integration = (*ehr.Integration)(nil)
+var _ Scheduling = (*ehr.Scheduling)(nil)

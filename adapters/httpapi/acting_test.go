@@ -43,7 +43,7 @@ func TestActing_TheHeaderNamesTheBusinessOfSearchAppointmentsAndAgents(t *testin
 			seen = append(seen, ctx.Value(actingMarker{}))
 			return &ehr.SearchResult{Status: ehr.StatusSuccess}, nil
 		}},
-		Integration: &IntegrationMock{
+		Scheduling: &SchedulingMock{
 			AppointmentsFunc: func(ctx context.Context, _ ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 				seen = append(seen, ctx.Value(actingMarker{}))
 				return ehr.Page[ehr.Appointment]{}, nil

@@ -98,11 +98,11 @@ func (a *trail) only(t *testing.T) audit.Event {
 	return events[0]
 }
 
-func auditedServer(t *testing.T, a *trail, st *StorageMock, in *IntegrationMock, se *SearchMock) *Server {
+func auditedServer(t *testing.T, a *trail, st *StorageMock, in *SchedulingMock, se *SearchMock) *Server {
 	t.Helper()
 	return New(Config{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: tokens{}, Registry: prometheus.NewRegistry(),
-		Storage: st, Integration: in, Search: se, Audit: a,
+		Storage: st, Scheduling: in, Search: se, Audit: a,
 		Ready: func(context.Context) error { return nil }, MaxUploadBytes: 1 << 20,
 	})
 }
@@ -121,7 +121,7 @@ func TestAudit_RecordsOneEventPerRequest(t *testing.T) {
 		DeleteFunc: func(context.Context, int64) error { return nil },
 		UploadFunc: func(context.Context, storage.UploadInput) (storage.Blob, error) { return sample, nil },
 	}
-	in := &IntegrationMock{
+	in := &SchedulingMock{
 		AppointmentsFunc: func(context.Context, ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 			return ehr.Page[ehr.Appointment]{Items: []ehr.Appointment{{ID: "a-1"}, {ID: "a-2"}}, TotalCount: 2}, nil
 		},
@@ -213,7 +213,7 @@ func TestAudit_UnauthenticatedRequestsAreCountedWithoutWaitingForTheTrail(t *tes
 	// one without is answered 401 at once and only counted.
 	a := &trail{failRecord: failing(errors.New("database down")), failReady: errors.New("database down")}
 	st := &StorageMock{}
-	s := auditedServer(t, a, st, &IntegrationMock{}, &SearchMock{})
+	s := auditedServer(t, a, st, &SchedulingMock{}, &SearchMock{})
 	for _, tt := range []struct {
 		method, path, token string
 		action              audit.Action
@@ -338,7 +338,7 @@ func TestAudit_AChangeIsNotMadeWhenTheTrailCannotBeWritten(t *testing.T) {
 		DeleteFunc:   func(context.Context, int64) error { return nil },
 		MetadataFunc: func(context.Context, int64) (storage.Blob, error) { return sample, nil },
 	}
-	in := &IntegrationMock{
+	in := &SchedulingMock{
 		BookFunc:       func(context.Context, ehr.BookingRequest) (ehr.Booked, error) { return ehr.Booked{}, nil },
 		CancelFunc:     func(context.Context, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
 		RescheduleFunc: func(context.Context, string, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
@@ -392,7 +392,7 @@ func TestAudit_AChangeIsNotMadeWhenTheTrailCannotBeWritten(t *testing.T) {
 func TestAudit_TheStartedEventIsCommittedBeforeTheEHRIsCalled(t *testing.T) {
 	a := &trail{}
 	var seen [][]audit.Event // the trail when the EHR was called
-	in := &IntegrationMock{
+	in := &SchedulingMock{
 		BookFunc: func(context.Context, ehr.BookingRequest) (ehr.Booked, error) {
 			seen = append(seen, a.recorded())
 			return ehr.Booked{Appointment: ehr.Appointment{ID: "appt-1"}}, nil
@@ -472,7 +472,7 @@ func TestAudit_BlobEventsNameTheBlobsBusiness(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &trail{}
-			do(t, auditedServer(t, a, st, &IntegrationMock{}, &SearchMock{}), "GET", tt.path, nil, "Authorization", "Bearer good-alice")
+			do(t, auditedServer(t, a, st, &SchedulingMock{}, &SearchMock{}), "GET", tt.path, nil, "Authorization", "Bearer good-alice")
 			if e := a.only(t); e.BusinessID != tt.want {
 				t.Fatalf("businessId %q, want %q: %+v", e.BusinessID, tt.want, e)
 			}

@@ -28,7 +28,7 @@ func dataServer(t *testing.T) *Server {
 		},
 		DeleteFunc: func(context.Context, int64) error { return nil },
 	}
-	in := &IntegrationMock{
+	in := &SchedulingMock{
 		BookFunc: func(context.Context, ehr.BookingRequest) (ehr.Booked, error) {
 			return ehr.Booked{Appointment: appt}, nil
 		},
@@ -50,7 +50,7 @@ func dataServer(t *testing.T) *Server {
 	}}
 	return New(Config{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: tokens{}, Storage: st, Business: &BusinessMock{},
-		Search: se, Integration: in, Registry: prometheus.NewRegistry(), Ready: func(context.Context) error { return nil },
+		Search: se, Scheduling: in, Registry: prometheus.NewRegistry(), Ready: func(context.Context) error { return nil },
 		MaxUploadBytes: 1 << 20,
 	})
 }

@@ -240,7 +240,7 @@ func allMocks(t *testing.T) *Server {
 	t.Helper()
 	return New(Config{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: tokens{}, Storage: &StorageMock{},
-		Business: &BusinessMock{}, Search: &SearchMock{}, Integration: &IntegrationMock{}, Registry: prometheus.NewRegistry(),
+		Business: &BusinessMock{}, Search: &SearchMock{}, Scheduling: &SchedulingMock{}, Registry: prometheus.NewRegistry(),
 		Ready: func(context.Context) error { return nil }, MaxUploadBytes: 1 << 20,
 	})
 }

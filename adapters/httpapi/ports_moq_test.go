@@ -1107,16 +1107,16 @@ func (mock *SearchMock) SearchCalls() []struct {
 	return calls
 }
 
-// Ensure, that IntegrationMock does implement ports.Integration.
+// Ensure, that SchedulingMock does implement ports.Scheduling.
 // If this is not the case, regenerate this file with moq.
-var _ ports.Integration = &IntegrationMock{}
+var _ ports.Scheduling = &SchedulingMock{}
 
-// IntegrationMock is a mock implementation of ports.Integration.
+// SchedulingMock is a mock implementation of ports.Scheduling.
 //
-//	func TestSomethingThatUsesIntegration(t *testing.T) {
+//	func TestSomethingThatUsesScheduling(t *testing.T) {
 //
-//		// make and configure a mocked ports.Integration
-//		mockedIntegration := &IntegrationMock{
+//		// make and configure a mocked ports.Scheduling
+//		mockedScheduling := &SchedulingMock{
 //			AgentFunc: func(ctx context.Context, id string) (ehr.Agent, error) {
 //				panic("mock out the Agent method")
 //			},
@@ -1140,11 +1140,11 @@ var _ ports.Integration = &IntegrationMock{}
 //			},
 //		}
 //
-//		// use mockedIntegration in code that requires ports.Integration
+//		// use mockedScheduling in code that requires ports.Scheduling
 //		// and then make assertions.
 //
 //	}
-type IntegrationMock struct {
+type SchedulingMock struct {
 	// AgentFunc mocks the Agent method.
 	AgentFunc func(ctx context.Context, id string) (ehr.Agent, error)
 
@@ -1240,9 +1240,9 @@ type IntegrationMock struct {
 }
 
 // Agent calls AgentFunc.
-func (mock *IntegrationMock) Agent(ctx context.Context, id string) (ehr.Agent, error) {
+func (mock *SchedulingMock) Agent(ctx context.Context, id string) (ehr.Agent, error) {
 	if mock.AgentFunc == nil {
-		panic("IntegrationMock.AgentFunc: method is nil but Integration.Agent was just called")
+		panic("SchedulingMock.AgentFunc: method is nil but Scheduling.Agent was just called")
 	}
 	callInfo := struct {
 		Ctx context.Context
@@ -1260,8 +1260,8 @@ func (mock *IntegrationMock) Agent(ctx context.Context, id string) (ehr.Agent, e
 // AgentCalls gets all the calls that were made to Agent.
 // Check the length with:
 //
-//	len(mockedIntegration.AgentCalls())
-func (mock *IntegrationMock) AgentCalls() []struct {
+//	len(mockedScheduling.AgentCalls())
+func (mock *SchedulingMock) AgentCalls() []struct {
 	Ctx context.Context
 	ID  string
 } {
@@ -1276,9 +1276,9 @@ func (mock *IntegrationMock) AgentCalls() []struct {
 }
 
 // Agents calls AgentsFunc.
-func (mock *IntegrationMock) Agents(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
+func (mock *SchedulingMock) Agents(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
 	if mock.AgentsFunc == nil {
-		panic("IntegrationMock.AgentsFunc: method is nil but Integration.Agents was just called")
+		panic("SchedulingMock.AgentsFunc: method is nil but Scheduling.Agents was just called")
 	}
 	callInfo := struct {
 		Ctx context.Context
@@ -1296,8 +1296,8 @@ func (mock *IntegrationMock) Agents(ctx context.Context, f ehr.AgentFilter) (ehr
 // AgentsCalls gets all the calls that were made to Agents.
 // Check the length with:
 //
-//	len(mockedIntegration.AgentsCalls())
-func (mock *IntegrationMock) AgentsCalls() []struct {
+//	len(mockedScheduling.AgentsCalls())
+func (mock *SchedulingMock) AgentsCalls() []struct {
 	Ctx context.Context
 	F   ehr.AgentFilter
 } {
@@ -1312,9 +1312,9 @@ func (mock *IntegrationMock) AgentsCalls() []struct {
 }
 
 // Appointments calls AppointmentsFunc.
-func (mock *IntegrationMock) Appointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
+func (mock *SchedulingMock) Appointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 	if mock.AppointmentsFunc == nil {
-		panic("IntegrationMock.AppointmentsFunc: method is nil but Integration.Appointments was just called")
+		panic("SchedulingMock.AppointmentsFunc: method is nil but Scheduling.Appointments was just called")
 	}
 	callInfo := struct {
 		Ctx context.Context
@@ -1332,8 +1332,8 @@ func (mock *IntegrationMock) Appointments(ctx context.Context, f ehr.Appointment
 // AppointmentsCalls gets all the calls that were made to Appointments.
 // Check the length with:
 //
-//	len(mockedIntegration.AppointmentsCalls())
-func (mock *IntegrationMock) AppointmentsCalls() []struct {
+//	len(mockedScheduling.AppointmentsCalls())
+func (mock *SchedulingMock) AppointmentsCalls() []struct {
 	Ctx context.Context
 	F   ehr.AppointmentFilter
 } {
@@ -1348,9 +1348,9 @@ func (mock *IntegrationMock) AppointmentsCalls() []struct {
 }
 
 // Availability calls AvailabilityFunc.
-func (mock *IntegrationMock) Availability(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error) {
+func (mock *SchedulingMock) Availability(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error) {
 	if mock.AvailabilityFunc == nil {
-		panic("IntegrationMock.AvailabilityFunc: method is nil but Integration.Availability was just called")
+		panic("SchedulingMock.AvailabilityFunc: method is nil but Scheduling.Availability was just called")
 	}
 	callInfo := struct {
 		Ctx     context.Context
@@ -1374,8 +1374,8 @@ func (mock *IntegrationMock) Availability(ctx context.Context, agentID string, f
 // AvailabilityCalls gets all the calls that were made to Availability.
 // Check the length with:
 //
-//	len(mockedIntegration.AvailabilityCalls())
-func (mock *IntegrationMock) AvailabilityCalls() []struct {
+//	len(mockedScheduling.AvailabilityCalls())
+func (mock *SchedulingMock) AvailabilityCalls() []struct {
 	Ctx     context.Context
 	AgentID string
 	From    string
@@ -1396,9 +1396,9 @@ func (mock *IntegrationMock) AvailabilityCalls() []struct {
 }
 
 // Book calls BookFunc.
-func (mock *IntegrationMock) Book(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
+func (mock *SchedulingMock) Book(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
 	if mock.BookFunc == nil {
-		panic("IntegrationMock.BookFunc: method is nil but Integration.Book was just called")
+		panic("SchedulingMock.BookFunc: method is nil but Scheduling.Book was just called")
 	}
 	callInfo := struct {
 		Ctx context.Context
@@ -1416,8 +1416,8 @@ func (mock *IntegrationMock) Book(ctx context.Context, r ehr.BookingRequest) (eh
 // BookCalls gets all the calls that were made to Book.
 // Check the length with:
 //
-//	len(mockedIntegration.BookCalls())
-func (mock *IntegrationMock) BookCalls() []struct {
+//	len(mockedScheduling.BookCalls())
+func (mock *SchedulingMock) BookCalls() []struct {
 	Ctx context.Context
 	R   ehr.BookingRequest
 } {
@@ -1432,9 +1432,9 @@ func (mock *IntegrationMock) BookCalls() []struct {
 }
 
 // Cancel calls CancelFunc.
-func (mock *IntegrationMock) Cancel(ctx context.Context, id string, reason string) (ehr.Appointment, error) {
+func (mock *SchedulingMock) Cancel(ctx context.Context, id string, reason string) (ehr.Appointment, error) {
 	if mock.CancelFunc == nil {
-		panic("IntegrationMock.CancelFunc: method is nil but Integration.Cancel was just called")
+		panic("SchedulingMock.CancelFunc: method is nil but Scheduling.Cancel was just called")
 	}
 	callInfo := struct {
 		Ctx    context.Context
@@ -1454,8 +1454,8 @@ func (mock *IntegrationMock) Cancel(ctx context.Context, id string, reason strin
 // CancelCalls gets all the calls that were made to Cancel.
 // Check the length with:
 //
-//	len(mockedIntegration.CancelCalls())
-func (mock *IntegrationMock) CancelCalls() []struct {
+//	len(mockedScheduling.CancelCalls())
+func (mock *SchedulingMock) CancelCalls() []struct {
 	Ctx    context.Context
 	ID     string
 	Reason string
@@ -1472,9 +1472,9 @@ func (mock *IntegrationMock) CancelCalls() []struct {
 }
 
 // Reschedule calls RescheduleFunc.
-func (mock *IntegrationMock) Reschedule(ctx context.Context, id string, start string, end string) (ehr.Appointment, error) {
+func (mock *SchedulingMock) Reschedule(ctx context.Context, id string, start string, end string) (ehr.Appointment, error) {
 	if mock.RescheduleFunc == nil {
-		panic("IntegrationMock.RescheduleFunc: method is nil but Integration.Reschedule was just called")
+		panic("SchedulingMock.RescheduleFunc: method is nil but Scheduling.Reschedule was just called")
 	}
 	callInfo := struct {
 		Ctx   context.Context
@@ -1496,8 +1496,8 @@ func (mock *IntegrationMock) Reschedule(ctx context.Context, id string, start st
 // RescheduleCalls gets all the calls that were made to Reschedule.
 // Check the length with:
 //
-//	len(mockedIntegration.RescheduleCalls())
-func (mock *IntegrationMock) RescheduleCalls() []struct {
+//	len(mockedScheduling.RescheduleCalls())
+func (mock *SchedulingMock) RescheduleCalls() []struct {
 	Ctx   context.Context
 	ID    string
 	Start string

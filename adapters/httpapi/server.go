@@ -1,4 +1,4 @@
-//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search Integration
+//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search Scheduling
 
 // Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
 // middleware and handlers. It calls the use cases through package ports and
@@ -28,12 +28,12 @@ type Authenticator interface {
 
 // Config is what the server needs; app fills it.
 type Config struct {
-	Log         *slog.Logger
-	Auth        Authenticator
-	Storage     ports.Storage
-	Business    ports.Business
-	Search      ports.Search
-	Integration ports.Integration
+	Log        *slog.Logger
+	Auth       Authenticator
+	Storage    ports.Storage
+	Business   ports.Business
+	Search     ports.Search
+	Scheduling ports.Scheduling
 	// Tenancy resolves the acting business of search, appointment and
 	// agent requests; nil acts for none (unit tests only).
 	Tenancy  ports.Tenancy
@@ -57,7 +57,7 @@ type Server struct {
 	storage      ports.Storage
 	business     ports.Business
 	searcher     ports.Search
-	integration  ports.Integration
+	scheduling   ports.Scheduling
 	tenancy      ports.Tenancy
 	auditor      Auditor
 	ready        func(ctx context.Context) error
@@ -78,7 +78,7 @@ func New(cfg Config) *Server {
 		storage:      cfg.Storage,
 		business:     cfg.Business,
 		searcher:     cfg.Search,
-		integration:  cfg.Integration,
+		scheduling:   cfg.Scheduling,
 		tenancy:      cfg.Tenancy,
 		auditor:      cfg.Audit,
 		ready:        cfg.Ready,
@@ -110,7 +110,7 @@ func New(cfg Config) *Server {
 	s.docsRoutes(r)
 
 	r.Handle("/api/v1/search", noStore(s.audited(audit.PatientSearch, "patient", s.acting(ehr.UseSearch, s.search)))).Methods(http.MethodPost)
-	s.integrationRoutes(r)
+	s.schedulingRoutes(r)
 
 	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {
 		return noStore(s.audited(action, "blob", h))

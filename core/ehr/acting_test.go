@@ -132,7 +132,7 @@ func TestSearch_AsksOnlyTheActingBusinesssSystemsWithItsOwnCacheEntry(t *testing
 
 func TestIntegration_APatientsBookingsArePerActingBusiness(t *testing.T) {
 	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
-	s := integration(newCalendar(chicago))
+	s := scheduling(newCalendar(chicago))
 	tenancy := NewTenancy(s.systems, practices{"owner": {a, b}})
 	at := func(business string) context.Context {
 		ctx, _, err := tenancy.Act(patientCaller("p"), business, UseBook)
@@ -182,7 +182,7 @@ func TestReconcile_SettlesAHoldInTheEHROfItsBusiness(t *testing.T) {
 		}
 		return Appointment{}, false, nil
 	}
-	s := integration(ca)
+	s := scheduling(ca)
 	s.systems = perBusiness{a: ca, b: cb}
 	ctx, _, err := NewTenancy(s.systems, practices{"u": {a}}).Act(caller("u"), "", UseBook)
 	if err != nil {

@@ -324,16 +324,16 @@ var (
 
 var testFingerprintKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
 
-func integration(c *calendar) *Integration {
-	return integrationWith(c, IntegrationConfig{FingerprintKeys: testFingerprintKeys})
+func scheduling(c *calendar) *Scheduling {
+	return schedulingWith(c, SchedulingConfig{FingerprintKeys: testFingerprintKeys})
 }
 
-func integrationWith(c Scheduler, cfg IntegrationConfig) *Integration {
+func schedulingWith(c Scheduler, cfg SchedulingConfig) *Scheduling {
 	log := memBookings()
 	holds := newMemHolds(log, func() time.Time { return nowTest })
 	log.holds = holds
 	idem := memIdempotency()
-	s := NewIntegration(FixedSystems{Integration: c}, holds, idem, log, memCounter(), &memTx{idem: idem, bookings: log}, cfg)
+	s := NewScheduling(FixedSystems{SchedulingEHR: c}, holds, idem, log, memCounter(), &memTx{idem: idem, bookings: log}, cfg)
 	s.now = func() time.Time { return nowTest }
 	return s
 }
@@ -372,7 +372,7 @@ func TestBook_ChecksTheRequest(t *testing.T) {
 			c := newCalendar(chicago)
 			r := ok
 			tt.edit(&r)
-			_, err := integration(c).Book(caller("u"), r)
+			_, err := scheduling(c).Book(caller("u"), r)
 			if !errors.Is(err, ErrInvalidAppointment) || !strings.Contains(err.Error(), tt.mention) {
 				t.Fatalf("got %v, want validation naming %q", err, tt.mention)
 			}
@@ -383,7 +383,7 @@ func TestBook_ChecksTheRequest(t *testing.T) {
 	}
 	r := ok
 	r.End, r.DurationMinutes, r.Patient.Email, r.Patient.Phone = "", 45, "", "+1 512 555 0100"
-	b, err := integration(newCalendar(chicago)).Book(caller("u"), r)
+	b, err := scheduling(newCalendar(chicago)).Book(caller("u"), r)
 	if err != nil || b.Appointment.End.Sub(b.Appointment.Start) != 45*time.Minute || b.Appointment.Status != StatusBooked {
 		t.Fatalf("duration booking: %+v %v", b, err)
 	}
@@ -391,7 +391,7 @@ func TestBook_ChecksTheRequest(t *testing.T) {
 
 func TestBook_AgentMustExistAndBeFree(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T10:00:00-06:00")
 	if _, err := s.Book(caller("u"), r); err != nil {
 		t.Fatal(err)
@@ -424,7 +424,7 @@ func TestBook_ConcurrentBookingsOfTheSameTimeGiveOneAppointment(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 			return create(ctx, a)
 		}
-		s := integration(c)
+		s := scheduling(c)
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
 		for i := range errs {
@@ -450,7 +450,7 @@ func TestBook_ConcurrentBookingsOfTheSameTimeGiveOneAppointment(t *testing.T) {
 
 func TestBook_IdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	r := request("2030-03-04T13:00:00-06:00", "2030-03-04T13:30:00-06:00")
 	r.IdempotencyKey = "key-1"
 	first, err := s.Book(caller("u"), r)
@@ -501,7 +501,7 @@ func TestBook_IdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 
 func TestBook_BusyAgentIsRetriedWithTheSameKey(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	// Another booking of the agent, overlapping, is under way.
 	other := Hold{ID: "h-other", Kind: HoldBook, AgentID: "dr-1", Subject: "x",
 		Start: time.Date(2030, 3, 4, 19, 15, 0, 0, time.UTC), End: time.Date(2030, 3, 4, 19, 45, 0, 0, time.UTC)}
@@ -545,7 +545,7 @@ func TestBook_DifferentAgentsDoNotWaitForEachOther(t *testing.T) {
 		arrived.Wait()
 		return create(ctx, a)
 	}
-	s := integration(c)
+	s := scheduling(c)
 	errs := make([]error, len(agents))
 	var wg sync.WaitGroup
 	for i := range agents {
@@ -568,7 +568,7 @@ func TestBook_DifferentAgentsDoNotWaitForEachOther(t *testing.T) {
 
 func TestBook_LostAnswerIsResumedWithTheSameKey(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	create := c.CreateAppointmentFunc
 	timeout := &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "no answer"}
 	c.CreateAppointmentFunc = func(ctx context.Context, a Appointment) (Appointment, error) {
@@ -620,7 +620,7 @@ func TestBook_LostAnswerIsResumedWithTheSameKey(t *testing.T) {
 
 func TestBook_ResumedBookingNotInTheEHRIsBookedUnderTheSameReference(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	create := c.CreateAppointmentFunc
 	c.CreateAppointmentFunc = func(ctx context.Context, a Appointment) (Appointment, error) {
 		return Appointment{}, &core.Error{Kind: core.KindBadGateway, Code: "ehr_unreachable", Message: "link dropped"}
@@ -650,7 +650,7 @@ func TestBook_RefusalOrUnsentCallReleasesTheHold(t *testing.T) {
 		t.Run(fail.Code, func(t *testing.T) {
 			c := newCalendar(chicago)
 			c.CreateAppointmentFunc = func(context.Context, Appointment) (Appointment, error) { return Appointment{}, fail }
-			s := integration(c)
+			s := scheduling(c)
 			if _, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); !errors.Is(err, fail) {
 				t.Fatal(err)
 			}
@@ -663,7 +663,7 @@ func TestBook_RefusalOrUnsentCallReleasesTheHold(t *testing.T) {
 
 func TestReconcile_RecordsWhatTheEHRHoldsAndReleasesTheRest(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	holds := s.holds.(*memHolds)
 	create := c.CreateAppointmentFunc
 	lost := 0
@@ -726,7 +726,7 @@ func TestReconcile_AnEHRFailureIsTriedAgainLater(t *testing.T) {
 	}
 	down := &core.Error{Kind: core.KindBadGateway, Code: "ehr_unreachable", Message: "down"}
 	c.FindAppointmentFunc = func(context.Context, Appointment) (Appointment, bool, error) { return Appointment{}, false, down }
-	s := integration(c)
+	s := scheduling(c)
 	holds := s.holds.(*memHolds)
 	if _, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); err == nil {
 		t.Fatal("want a time-out")
@@ -744,7 +744,7 @@ func TestBook_APatientHoldsAtMostTwentyFutureAppointments(t *testing.T) {
 		agents[i] = Agent{ID: fmt.Sprint("dr-", i), Timezone: "America/Chicago"}
 	}
 	c := newCalendar(agents...)
-	s := integration(c)
+	s := scheduling(c)
 	pat := patientCaller("pat")
 	book := func(i int) error {
 		r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
@@ -780,7 +780,7 @@ func TestBook_APatientHoldsAtMostTwentyFutureAppointments(t *testing.T) {
 func TestAppointments_APatientIsRateLimited(t *testing.T) {
 	c := newCalendar(chicago)
 	c.ListAppointmentsFunc = func(context.Context, AppointmentFilter) (Page[Appointment], error) { return Page[Appointment]{}, nil }
-	s := integrationWith(c, IntegrationConfig{FingerprintKeys: testFingerprintKeys, RateLimit: 3})
+	s := schedulingWith(c, SchedulingConfig{FingerprintKeys: testFingerprintKeys, RateLimit: 3})
 	pat := patientCaller("pat")
 	for i := range 3 {
 		if _, err := s.Appointments(pat, AppointmentFilter{}); err != nil {
@@ -804,7 +804,7 @@ func TestAppointments_APatientIsRateLimited(t *testing.T) {
 
 func TestCancelAndReschedule(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	b, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T10:00:00-06:00"))
 	if err != nil {
 		t.Fatal(err)
@@ -842,7 +842,7 @@ func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
 	c.FreePeriodsFunc = func(_ context.Context, _ string, from, to time.Time) ([]Period, error) {
 		return []Period{{from.Add(-time.Hour), to.Add(time.Hour)}}, nil
 	}
-	s := integration(c)
+	s := scheduling(c)
 	for _, tt := range []struct {
 		day   string
 		slots int
@@ -894,18 +894,18 @@ func TestSlots_CutsMergedFreeTime(t *testing.T) {
 }
 
 func TestIntegration_WithoutAnEHR(t *testing.T) {
-	s := integrationWith(nil, IntegrationConfig{FingerprintKeys: testFingerprintKeys})
-	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
+	s := schedulingWith(nil, SchedulingConfig{FingerprintKeys: testFingerprintKeys})
+	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoSchedulingEHR) {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := s.Book(caller("u"), BookingRequest{}); !errors.Is(err, ErrNoIntegration) {
+	if _, err := s.Book(caller("u"), BookingRequest{}); !errors.Is(err, ErrNoSchedulingEHR) {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	r := request("2030-03-04T13:00:00-06:00", "2030-03-04T13:30:00-06:00")
 	r.Patient = PatientContact{FirstName: "Zebulon", LastName: "Quixwell", DateOfBirth: "1971-07-19", Email: "zq.marker@example.org", Phone: "+1 555 013 7799"}
 	r.IdempotencyKey = "key-1"
@@ -930,7 +930,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 		t.Fatalf("booking recorded with the outcome: %+v", recs)
 	}
 	// The fingerprint is keyed: another key gives another one.
-	other := NewIntegration(FixedSystems{Integration: c}, s.holds, idem, s.bookings, s.counter, s.tx, IntegrationConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
+	other := NewScheduling(FixedSystems{SchedulingEHR: c}, s.holds, idem, s.bookings, s.counter, s.tx, SchedulingConfig{FingerprintKeys: [][]byte{[]byte("another key, 32 bytes long.....")}})
 	if other.fingerprints("u", "", r)[0] == fp || s.fingerprints("u", "", r)[0] != fp || s.fingerprints("v", "", r)[0] == fp {
 		t.Fatal("the fingerprint does not depend on the key and the caller alone")
 	}
@@ -951,7 +951,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 
 func TestAppointments_NeedScopes(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	none := core.WithActor(context.Background(), core.Actor{Subject: "u"})
 	readOnly := core.WithActor(context.Background(), core.Actor{Subject: "u", Scopes: core.ParseScopes("user/Appointment.rs patient/Appointment.s")})
 	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
@@ -988,7 +988,7 @@ func TestAppointments_APatientReachesOnlyItsOwn(t *testing.T) {
 		defer c.mu.Unlock()
 		return Page[Appointment]{TotalCount: len(c.appts), Page: f.Page, Limit: f.Limit}, nil
 	}
-	s := integration(c)
+	s := scheduling(c)
 	ana, ben := patientCaller("ana"), patientCaller("ben")
 	book := func(ctx context.Context, start, end, key string) Appointment {
 		t.Helper()
@@ -1058,7 +1058,7 @@ func TestBook_BookedButNotRecordedIsRecordedByTheRepeat(t *testing.T) {
 		}
 		return Appointment{}, false, nil
 	}
-	s := integration(c)
+	s := scheduling(c)
 	idem := s.idem.(*IdempotencyStoreMock)
 	complete := idem.CompleteFunc
 	down := errors.New("database gone")

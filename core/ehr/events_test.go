@@ -50,7 +50,7 @@ func (o *memOutbox) Emit(_ context.Context, e core.Event) error {
 }
 
 // eventsOf returns the appointment events the integration committed.
-func eventsOf(s *Integration) []core.Event {
+func eventsOf(s *Scheduling) []core.Event {
 	m := s.tx.(*memTx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -59,7 +59,7 @@ func eventsOf(s *Integration) []core.Event {
 
 func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	// The patient and the reasons are markers no id or timestamp holds by chance.
 	patient := PatientContact{FirstName: "Mk" + rand.Text(), LastName: "Mk" + rand.Text(), DateOfBirth: "1913-04-05",
 		Email: "mk" + strings.ToLower(rand.Text()) + "@example.org"}
@@ -122,7 +122,7 @@ func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 
 func TestAppointmentEvents_AnUnwrittenEventIsAnError(t *testing.T) {
 	c := newCalendar(chicago)
-	s := integration(c)
+	s := scheduling(c)
 	b, err := s.Book(caller("u"), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00"))
 	if err != nil {
 		t.Fatal(err)

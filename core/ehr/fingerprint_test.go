@@ -11,10 +11,10 @@ import (
 func TestBook_IdempotencyKeyReplaysAcrossAKeyRotation(t *testing.T) {
 	oldKey, newKey := []byte("old fingerprint key, 32 bytes..."), []byte("new fingerprint key, 32 bytes...")
 	c := newCalendar(chicago)
-	before := integrationWith(c, IntegrationConfig{FingerprintKeys: [][]byte{oldKey}})
+	before := schedulingWith(c, SchedulingConfig{FingerprintKeys: [][]byte{oldKey}})
 	idem := before.idem.(*IdempotencyStoreMock)
-	with := func(keys ...[]byte) *Integration {
-		s := NewIntegration(FixedSystems{Integration: c}, before.holds, idem, before.bookings, before.counter, before.tx, IntegrationConfig{FingerprintKeys: keys})
+	with := func(keys ...[]byte) *Scheduling {
+		s := NewScheduling(FixedSystems{SchedulingEHR: c}, before.holds, idem, before.bookings, before.counter, before.tx, SchedulingConfig{FingerprintKeys: keys})
 		s.now = before.now
 		return s
 	}

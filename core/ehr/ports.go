@@ -69,15 +69,15 @@ type Systems interface {
 // FixedSystems are Systems of a single-practice deployment that never
 // change: the same systems for every business.
 type FixedSystems struct {
-	Searched    []System
-	Integration Scheduler // nil: none configured
+	Searched      []System
+	SchedulingEHR Scheduler // nil: none configured
 }
 
 // Search returns f.Searched.
 func (f FixedSystems) Search(string) []System { return f.Searched }
 
-// Scheduler returns f.Integration.
-func (f FixedSystems) Scheduler(string) Scheduler { return f.Integration }
+// Scheduler returns f.SchedulingEHR.
+func (f FixedSystems) Scheduler(string) Scheduler { return f.SchedulingEHR }
 
 // MultiPractice is false.
 func (f FixedSystems) MultiPractice() bool { return false }

@@ -24,7 +24,7 @@ const reconcileRetry = time.Minute
 // appointment.booked event) as if nothing had failed; not found, its hold
 // and Idempotency-Key are released. A move's hold whose lease ran out is
 // released. Every instance may run it: each hold is leased to one.
-func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) {
+func (s *Scheduling) Reconcile(ctx context.Context, n int) (Reconciled, error) {
 	var done Reconciled
 	if !s.systems.MultiPractice() && s.systems.Scheduler("") == nil {
 		return done, nil
@@ -39,7 +39,7 @@ func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) 
 		sch := s.systems.Scheduler(h.Business)
 		if sch == nil {
 			done.Failed++
-			errs = append(errs, fmt.Errorf("settle hold %s: %w", h.ID, ErrNoIntegration))
+			errs = append(errs, fmt.Errorf("settle hold %s: %w", h.ID, ErrNoSchedulingEHR))
 			_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, reconcileRetry)
 			continue
 		}
@@ -59,7 +59,7 @@ func (s *Integration) Reconcile(ctx context.Context, n int) (Reconciled, error) 
 }
 
 // reconcile settles one hold; recorded tells a booking found in the EHR.
-func (s *Integration) reconcile(ctx context.Context, sch Scheduler, h Hold) (recorded bool, err error) {
+func (s *Scheduling) reconcile(ctx context.Context, sch Scheduler, h Hold) (recorded bool, err error) {
 	if h.Kind != HoldBook {
 		return false, s.holds.Release(ctx, h.ID)
 	}

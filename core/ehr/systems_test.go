@@ -60,10 +60,10 @@ func TestSearch_KeepsTheSystemsItStartedWith(t *testing.T) {
 
 func TestIntegration_WithoutSchedulerInForceIsNoIntegration(t *testing.T) {
 	var systems swappable
-	systems.set(FixedSystems{Integration: newCalendar()})
-	s := NewIntegration(&systems, nil, nil, nil, nil, nil, IntegrationConfig{})
+	systems.set(FixedSystems{SchedulingEHR: newCalendar()})
+	s := NewScheduling(&systems, nil, nil, nil, nil, nil, SchedulingConfig{})
 	systems.set(FixedSystems{})
-	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoIntegration) {
+	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrNoSchedulingEHR) {
 		t.Fatalf("err %v, want ErrNoIntegration once the reload removed the integration EHR", err)
 	}
 }

@@ -14,11 +14,11 @@ import (
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-func newIntegrationServer(t *testing.T, m *IntegrationMock) *Server {
+func newIntegrationServer(t *testing.T, m *SchedulingMock) *Server {
 	t.Helper()
 	return New(Config{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: tokens{}, Storage: &StorageMock{},
-		Business: &BusinessMock{}, Search: &SearchMock{}, Integration: m, Registry: prometheus.NewRegistry(),
+		Business: &BusinessMock{}, Search: &SearchMock{}, Scheduling: m, Registry: prometheus.NewRegistry(),
 		Ready: func(context.Context) error { return nil }, MaxUploadBytes: 1 << 20,
 	})
 }
@@ -32,7 +32,7 @@ var appt = ehr.Appointment{ID: "a-1", AgentID: "dr-1", Status: ehr.StatusBooked,
 func TestBook_MapsTheRequestAndReplaysMark(t *testing.T) {
 	var got ehr.BookingRequest
 	replayed := false
-	m := &IntegrationMock{BookFunc: func(_ context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
+	m := &SchedulingMock{BookFunc: func(_ context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
 		got = r
 		return ehr.Booked{Appointment: appt, Replayed: replayed}, nil
 	}}
@@ -61,7 +61,7 @@ func TestBook_MapsTheRequestAndReplaysMark(t *testing.T) {
 func TestIntegration_ListingsAndErrors(t *testing.T) {
 	var af ehr.AppointmentFilter
 	var gf ehr.AgentFilter
-	m := &IntegrationMock{
+	m := &SchedulingMock{
 		AppointmentsFunc: func(_ context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 			af = f
 			return ehr.Page[ehr.Appointment]{Items: []ehr.Appointment{appt}, TotalCount: 1, Page: 1, Limit: 20}, nil

@@ -2,12 +2,12 @@ package ehr
 
 import "github.com/carebridge/carebridge/core"
 
-// The failures of the EHR integration, declared once.
+// The failures of scheduling (appointments and agents), declared once.
 var (
 	ErrAgentNotFound       = &core.Error{Kind: core.KindNotFound, Code: "agent_not_found", Message: "Agent not found"}
 	ErrAppointmentNotFound = &core.Error{Kind: core.KindNotFound, Code: "appointment_not_found", Message: "Appointment not found"}
 	ErrAgentUnavailable    = &core.Error{Kind: core.KindConflict, Code: "agent_unavailable", Message: "The agent is not free at that time"}
 	ErrAlreadyCancelled    = &core.Error{Kind: core.KindConflict, Code: "appointment_cancelled", Message: "The appointment is cancelled"}
 	ErrInvalidAppointment  = &core.Error{Kind: core.KindInvalid, Code: "validation_failed", Message: "Validation failed"}
-	ErrNoIntegration       = &core.Error{Kind: core.KindUnavailable, Code: "no_ehr_configured", Message: "No EHR system is configured for appointments and agents"}
+	ErrNoSchedulingEHR     = &core.Error{Kind: core.KindUnavailable, Code: "no_ehr_configured", Message: "No EHR system is configured for appointments and agents"}
 )

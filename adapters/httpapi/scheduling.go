@@ -14,7 +14,7 @@ import (
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-func (s *Server) integrationRoutes(r *mux.Router) {
+func (s *Server) schedulingRoutes(r *mux.Router) {
 	agents := func(h http.HandlerFunc) http.Handler { return noStore(s.authenticate(s.acting(ehr.UseAgents, h))) }
 	appt := func(action audit.Action, use ehr.Use, h http.HandlerFunc) http.Handler {
 		return noStore(s.audited(action, "appointment", s.acting(use, h)))
@@ -113,7 +113,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	b, err := s.integration.Book(r.Context(), ehr.BookingRequest{
+	b, err := s.scheduling.Book(r.Context(), ehr.BookingRequest{
 		AgentID: req.AgentID, Start: req.Start, End: req.End, DurationMinutes: req.DurationMinutes,
 		Reason: req.Reason, LocationID: req.LocationID, Patient: req.Patient.contact(),
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
@@ -185,7 +185,7 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.integration.Appointments(r.Context(), f)
+	p, err := s.scheduling.Appointments(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -224,7 +224,7 @@ func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.integration.Cancel(r.Context(), id, req.Reason)
+	a, err := s.scheduling.Cancel(r.Context(), id, req.Reason)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -250,7 +250,7 @@ func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.integration.Reschedule(r.Context(), id, req.Start, req.End)
+	a, err := s.scheduling.Reschedule(r.Context(), id, req.Start, req.End)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -266,7 +266,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.integration.Agents(r.Context(), f)
+	p, err := s.scheduling.Agents(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -275,7 +275,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := s.integration.Agent(r.Context(), mux.Vars(r)["id"])
+	a, err := s.scheduling.Agent(r.Context(), mux.Vars(r)["id"])
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -295,7 +295,7 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.integration.Availability(r.Context(), mux.Vars(r)["id"], q.v.Get("from"), q.v.Get("to"), minutes)
+	a, err := s.scheduling.Availability(r.Context(), mux.Vars(r)["id"], q.v.Get("from"), q.v.Get("to"), minutes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

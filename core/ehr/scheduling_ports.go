@@ -7,7 +7,7 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-//go:generate go tool moq -rm -out booking_moq_test.go . Holds IdempotencyStore BookingLog Counter Transactor
+//go:generate go tool moq -rm -out scheduling_moq_test.go . Holds IdempotencyStore BookingLog Counter Transactor
 
 // Hold is a booking or a move under way in the EHR: the agent's time it
 // claims, and for a booking its record before the EHR is called.

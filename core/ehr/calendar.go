@@ -1,0 +1,218 @@
+package ehr
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// maxOwnAppointments bounds the appointments a patient-context listing
+// reads from the EHR, one by one; a caller with more is answered with an
+// error rather than a silently short list.
+const maxOwnAppointments = 500
+
+// ErrTooManyToList is a patient-context listing over maxOwnAppointments.
+// Its code is its own: too_many_appointments is the contract's 409 of a
+// booking past MaxFutureAppointments (ErrAppointmentLimit).
+var ErrTooManyToList = &core.Error{Kind: core.KindUnavailable, Code: "listing_too_large",
+	Message: "Too many appointments were booked with this token to list them; use a staff token"}
+
+// Appointments lists appointments: every one of the EHR for staff, those
+// the caller booked for a patient-context caller (the filters apply within
+// them).
+func (s *Scheduling) Appointments(ctx context.Context, flt AppointmentFilter) (Page[Appointment], error) {
+	c, err := s.access(ctx, core.PermSearch)
+	if err != nil {
+		return Page[Appointment]{}, err
+	}
+	sch := c.sch
+	var f fieldErrors
+	flt.Page, flt.Limit = paging(flt.Page, flt.Limit, &f)
+	if flt.Status != "" && !slices.Contains(AppointmentStatuses, flt.Status) {
+		f.add("status", "must be one of pending, booked, checked_in, fulfilled, cancelled, no_show")
+	}
+	if !flt.From.IsZero() && !flt.To.IsZero() && !flt.To.After(flt.From) {
+		f.add("to", "must be after from")
+	}
+	if err := f.err(); err != nil {
+		return Page[Appointment]{}, err
+	}
+	if c.reach == reachOwn {
+		return s.ownAppointments(ctx, sch, c.Subject, c.business, flt)
+	}
+	return sch.ListAppointments(ctx, flt)
+}
+
+// ownAppointments lists the appointments subject booked acting for
+// business, read one by one from the EHR (a few at a time), filtered,
+// ordered by start, and paged. One the EHR no longer has is left out.
+func (s *Scheduling) ownAppointments(ctx context.Context, sch Scheduler, subject, business string, flt AppointmentFilter) (Page[Appointment], error) {
+	ids, err := s.bookings.BookedBy(ctx, subject, business)
+	if err != nil {
+		return Page[Appointment]{}, fmt.Errorf("read bookings: %w", err)
+	}
+	if len(ids) > maxOwnAppointments {
+		return Page[Appointment]{}, ErrTooManyToList
+	}
+	found := make([]*Appointment, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			a, err := sch.GetAppointment(ctx, id)
+			switch {
+			case err == nil:
+				found[i] = &a
+			case !errors.Is(err, ErrAppointmentNotFound):
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return Page[Appointment]{}, err
+	}
+	var all []Appointment
+	for _, a := range found {
+		if a != nil && flt.matches(*a) {
+			all = append(all, *a)
+		}
+	}
+	slices.SortFunc(all, func(a, b Appointment) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID)) })
+	from := min((flt.Page-1)*flt.Limit, len(all))
+	return Page[Appointment]{Items: all[from:min(from+flt.Limit, len(all))], TotalCount: len(all), Page: flt.Page, Limit: flt.Limit}, nil
+}
+
+// matches applies the listing's filters to one appointment, as the EHR
+// adapters do.
+func (f AppointmentFilter) matches(a Appointment) bool {
+	switch {
+	case f.AgentID != "" && a.AgentID != f.AgentID,
+		f.Status != "" && a.Status != f.Status,
+		!f.From.IsZero() && a.Start.Before(f.From),
+		!f.To.IsZero() && !a.Start.Before(f.To),
+		f.PatientEmail != "" && !strings.EqualFold(strings.TrimSpace(f.PatientEmail), a.Patient.Email):
+		return false
+	}
+	return true
+}
+
+// Agents lists agents.
+func (s *Scheduling) Agents(ctx context.Context, flt AgentFilter) (Page[Agent], error) {
+	sch, err := s.authorized(ctx)
+	if err != nil {
+		return Page[Agent]{}, err
+	}
+	var f fieldErrors
+	flt.Page, flt.Limit = paging(flt.Page, flt.Limit, &f)
+	if err := f.err(); err != nil {
+		return Page[Agent]{}, err
+	}
+	return sch.ListAgents(ctx, flt)
+}
+
+// Agent returns agent id.
+func (s *Scheduling) Agent(ctx context.Context, id string) (Agent, error) {
+	sch, err := s.authorized(ctx)
+	if err != nil {
+		return Agent{}, err
+	}
+	return sch.GetAgent(ctx, id)
+}
+
+// Availability is an agent's free slots.
+type Availability struct {
+	AgentID  string
+	Timezone string
+	Slots    []Period
+}
+
+// Availability returns the agent's free slots of duration minutes between
+// the dates from and to (YYYY-MM-DD, inclusive, in the agent's time zone;
+// at most 31 days). Days are cut at local midnight, so a day that DST
+// shortens or lengthens has 23 or 25 hours.
+func (s *Scheduling) Availability(ctx context.Context, agentID, fromS, toS string, minutes int) (Availability, error) {
+	sch, err := s.authorized(ctx)
+	if err != nil {
+		return Availability{}, err
+	}
+	var f fieldErrors
+	from, errFrom := time.Parse(time.DateOnly, fromS)
+	to, errTo := time.Parse(time.DateOnly, toS)
+	if errFrom != nil {
+		f.add("from", "must be a date YYYY-MM-DD")
+	}
+	if errTo != nil {
+		f.add("to", "must be a date YYYY-MM-DD")
+	}
+	if errFrom == nil && errTo == nil {
+		switch days := int(to.Sub(from).Hours()/24) + 1; {
+		case days < 1:
+			f.add("to", "must not be before from")
+		case days > MaxAvailabilityDays:
+			f.add("to", "must be at most %d days after from", MaxAvailabilityDays-1)
+		}
+	}
+	if minutes == 0 {
+		minutes = DefaultSlotMinutes
+	}
+	if d := time.Duration(minutes) * time.Minute; d < MinAppointment || d > MaxAppointment {
+		f.add("duration", "must be between %d and %d minutes", int(MinAppointment.Minutes()), int(MaxAppointment.Minutes()))
+	}
+	if err := f.err(); err != nil {
+		return Availability{}, err
+	}
+	agent, err := sch.GetAgent(ctx, agentID)
+	if err != nil {
+		return Availability{}, err
+	}
+	loc, err := time.LoadLocation(agent.Timezone)
+	if err != nil || agent.Timezone == "" {
+		loc = time.UTC
+	}
+	start := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, loc)
+	end := time.Date(to.Year(), to.Month(), to.Day()+1, 0, 0, 0, 0, loc)
+	free, err := sch.FreePeriods(ctx, agent.ID, start, end)
+	if err != nil {
+		return Availability{}, err
+	}
+	return Availability{AgentID: agent.ID, Timezone: loc.String(), Slots: Slots(free, start, end, time.Duration(minutes)*time.Minute, loc)}, nil
+}
+
+// Slots cuts free periods, clipped to [start, end), into slots of length d,
+// from the start of each merged free span; slot times are in loc.
+func Slots(free []Period, start, end time.Time, d time.Duration, loc *time.Location) []Period {
+	slots := []Period{}
+	for _, p := range MergePeriods(free) {
+		p.Start, p.End = later(p.Start, start), earlier(p.End, end)
+		for s := p.Start; !s.Add(d).After(p.End); s = s.Add(d) {
+			slots = append(slots, Period{Start: s.In(loc), End: s.Add(d).In(loc)})
+		}
+	}
+	return slots
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

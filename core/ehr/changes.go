@@ -1,0 +1,107 @@
+package ehr
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// Cancel cancels appointment id; a cancelled one is a conflict.
+func (s *Scheduling) Cancel(ctx context.Context, id, reason string) (Appointment, error) {
+	c, err := s.mayChange(ctx, id)
+	if err != nil {
+		return Appointment{}, err
+	}
+	sch := c.sch
+	if len(reason) > maxReasonLen {
+		return Appointment{}, ErrInvalidAppointment.WithMessage("Validation failed: reason must be at most %d characters", maxReasonLen)
+	}
+	a, err := sch.GetAppointment(ctx, id)
+	if err != nil {
+		return Appointment{}, err
+	}
+	if a.Status == StatusCancelled {
+		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is already cancelled", id)
+	}
+	cancelled, err := sch.CancelAppointment(ctx, id, strings.TrimSpace(reason))
+	if err != nil {
+		return Appointment{}, err
+	}
+	return cancelled, s.changed(ctx, core.AppointmentCancelled, cancelled, c.business)
+}
+
+// changed notes a move or a cancellation the EHR confirmed in the booking
+// record and writes its event. The change is made: when this fails the
+// caller is told (an error), since other systems will not hear of it.
+func (s *Scheduling) changed(ctx context.Context, t core.EventType, a Appointment, business string) error {
+	err := s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
+		if err := r.Bookings.Changed(ctx, business, a.ID, a.Start, a.Status == StatusCancelled); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, appointmentEvent(t, a, business))
+	})
+	if err != nil {
+		return fmt.Errorf("write %s event of appointment %s: %w", t, a.ID, err)
+	}
+	return nil
+}
+
+// Reschedule moves appointment id, with the checks of a booking; a
+// cancelled one is a conflict. The new time is held while the EHR answers,
+// as a booking's is.
+func (s *Scheduling) Reschedule(ctx context.Context, id, startS, endS string) (Appointment, error) {
+	c, err := s.mayChange(ctx, id)
+	if err != nil {
+		return Appointment{}, err
+	}
+	sch := c.sch
+	var f fieldErrors
+	start, end := s.parsePeriod(startS, endS, 0, &f)
+	if err := f.err(); err != nil {
+		return Appointment{}, err
+	}
+	a, err := sch.GetAppointment(ctx, id)
+	if err != nil {
+		return Appointment{}, err
+	}
+	if a.Status == StatusCancelled {
+		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", id)
+	}
+	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: start, End: end, Subject: c.Subject, Business: c.business, AppointmentID: id}
+	if err := s.holds.Take(ctx, h, holdLease); err != nil {
+		return Appointment{}, err
+	}
+	defer s.release(ctx, h)
+	call, cancel := context.WithTimeout(ctx, callBudget)
+	defer cancel()
+	if err := s.checkFree(call, sch, a.AgentID, start, end, &Period{Start: a.Start, End: a.End}); err != nil {
+		return Appointment{}, err
+	}
+	moved, err := sch.RescheduleAppointment(call, id, start, end)
+	if err != nil {
+		return Appointment{}, err
+	}
+	return moved, s.changed(ctx, core.AppointmentRescheduled, moved, c.business)
+}
+
+// mayChange checks that the caller may cancel or reschedule appointment
+// id: staff any, a patient only one it booked; any other id, existing or
+// not, is not found for it (before the EHR is asked).
+func (s *Scheduling) mayChange(ctx context.Context, id string) (requester, error) {
+	c, err := s.access(ctx, core.PermUpdate)
+	if err != nil {
+		return requester{}, err
+	}
+	if c.reach == reachOwn {
+		mine, err := s.bookings.IsBookedBy(ctx, c.Subject, c.business, id)
+		if err != nil {
+			return requester{}, fmt.Errorf("read bookings: %w", err)
+		}
+		if !mine {
+			return requester{}, ErrAppointmentNotFound
+		}
+	}
+	return c, nil
+}
