@@ -19,17 +19,7 @@ func toAgentJSON(a ehr.Agent) agentJSON {
 }
 
 func (s *Server) listAgents(payload json.RawMessage) (any, *protoError) {
-	var p struct {
-		Name       string `json:"name"`
-		Specialty  string `json:"specialty"`
-		LocationID string `json:"locationId"`
-		Page       int    `json:"page"`
-		Limit      int    `json:"limit"`
-	}
-	if e := decode(payload, &p); e != nil {
-		return nil, e
-	}
-	page, limit, e := paging{p.Page, p.Limit}.resolve()
+	p, page, limit, e := decodeList[agentQuery](payload)
 	if e != nil {
 		return nil, e
 	}
@@ -176,4 +166,12 @@ func (s *Server) fitsLocked(a *agent, start, end time.Time, except string) bool 
 		}
 	}
 	return false
+}
+
+// agentQuery is the payload of agents.list.
+type agentQuery struct {
+	Name       string `json:"name"`
+	Specialty  string `json:"specialty"`
+	LocationID string `json:"locationId"`
+	paging
 }

@@ -71,19 +71,7 @@ func (s *Server) create(payload json.RawMessage) (any, *protoError) {
 }
 
 func (s *Server) listAppointments(payload json.RawMessage) (any, *protoError) {
-	var p struct {
-		AgentID      string `json:"agentId"`
-		Status       string `json:"status"`
-		From         string `json:"from"`
-		To           string `json:"to"`
-		PatientEmail string `json:"patientEmail"`
-		Page         int    `json:"page"`
-		Limit        int    `json:"limit"`
-	}
-	if e := decode(payload, &p); e != nil {
-		return nil, e
-	}
-	page, limit, e := paging{p.Page, p.Limit}.resolve()
+	p, page, limit, e := decodeList[appointmentQuery](payload)
 	if e != nil {
 		return nil, e
 	}
@@ -203,4 +191,14 @@ func (s *Server) reschedule(payload json.RawMessage) (any, *protoError) {
 	ap.start, ap.end = start, end
 	ap.updatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	return ap.json(), nil
+}
+
+// appointmentQuery is the payload of appointments.list.
+type appointmentQuery struct {
+	AgentID      string `json:"agentId"`
+	Status       string `json:"status"`
+	From         string `json:"from"`
+	To           string `json:"to"`
+	PatientEmail string `json:"patientEmail"`
+	paging
 }

@@ -9,18 +9,7 @@ import (
 )
 
 func (s *Server) searchPatients(payload json.RawMessage) (any, *protoError) {
-	var p struct {
-		Query      string `json:"query"`
-		Birthdate  string `json:"birthdate"`
-		Gender     string `json:"gender"`
-		Identifier string `json:"identifier"`
-		Page       int    `json:"page"`
-		Limit      int    `json:"limit"`
-	}
-	if e := decode(payload, &p); e != nil {
-		return nil, e
-	}
-	page, limit, e := paging{p.Page, p.Limit}.resolve()
+	p, page, limit, e := decodeList[patientQuery](payload)
 	if e != nil {
 		return nil, e
 	}
@@ -97,4 +86,13 @@ func hasIdentifier(ids []ehr.Identifier, q string) bool {
 		}
 	}
 	return false
+}
+
+// patientQuery is the payload of patients.search.
+type patientQuery struct {
+	Query      string `json:"query"`
+	Birthdate  string `json:"birthdate"`
+	Gender     string `json:"gender"`
+	Identifier string `json:"identifier"`
+	paging
 }

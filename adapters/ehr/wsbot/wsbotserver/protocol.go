@@ -110,35 +110,35 @@ type (
 		Page       int `json:"page"`
 		Limit      int `json:"limit"`
 	}
-	paging struct{ Page, Limit int }
+	// paging is the page and limit of a list payload.
+	paging struct {
+		Page  int `json:"page"`
+		Limit int `json:"limit"`
+	}
 )
 
 // Source is the source the bot writes on its appointments.
 const Source = "wsbottest"
 
+// actions are the handlers of the bot's actions.
+var actions = map[string]func(*Server, json.RawMessage) (any, *protoError){
+	"agents.list":             (*Server).listAgents,
+	"agents.get":              (*Server).getAgent,
+	"agents.availability":     (*Server).availability,
+	"appointments.create":     (*Server).create,
+	"appointments.list":       (*Server).listAppointments,
+	"appointments.get":        (*Server).getAppointment,
+	"appointments.cancel":     (*Server).cancel,
+	"appointments.reschedule": (*Server).reschedule,
+	"patients.search":         (*Server).searchPatients,
+}
+
 func (s *Server) handle(action string, payload json.RawMessage) (any, *protoError) {
-	switch action {
-	case "agents.list":
-		return s.listAgents(payload)
-	case "agents.get":
-		return s.getAgent(payload)
-	case "agents.availability":
-		return s.availability(payload)
-	case "appointments.create":
-		return s.create(payload)
-	case "appointments.list":
-		return s.listAppointments(payload)
-	case "appointments.get":
-		return s.getAppointment(payload)
-	case "appointments.cancel":
-		return s.cancel(payload)
-	case "appointments.reschedule":
-		return s.reschedule(payload)
-	case "patients.search":
-		return s.searchPatients(payload)
-	default:
+	h, ok := actions[action]
+	if !ok {
 		return nil, fail(CodeUnknownAction, "unknown action %q", action)
 	}
+	return h(s, payload)
 }
 
 func decode(payload json.RawMessage, v any) *protoError {
@@ -149,6 +149,18 @@ func decode(payload json.RawMessage, v any) *protoError {
 		return fail(CodeInvalid, "malformed payload: %v", err)
 	}
 	return nil
+}
+
+// decodeList decodes the payload of a list action and resolves its page
+// and limit.
+func decodeList[P interface {
+	resolve() (int, int, *protoError)
+}](payload json.RawMessage) (p P, page, limit int, e *protoError) {
+	if e = decode(payload, &p); e != nil {
+		return p, 0, 0, e
+	}
+	page, limit, e = p.resolve()
+	return p, page, limit, e
 }
 
 func (p paging) resolve() (page, limit int, e *protoError) {
