@@ -128,26 +128,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	return a, nil
 }
 
+// build makes, in order, what New connects to the database: the object
+// store, the token verifier, the service keys and the cache, the EHR
+// systems with search and scheduling, the metrics of the jobs, the audit
+// trail, the events, the blob service, and the HTTP server.
 func (a *App) build(ctx context.Context, cfg Config) error {
-	objects, err := newObjectStore(ctx, cfg.Objects)
-	if err != nil {
+	if err := a.buildObjectStore(ctx, cfg.Objects); err != nil {
 		return err
-	}
-	a.objects = objects
-	for _, c := range storage.Containers {
-		if err := objects.EnsureContainer(ctx, c); err != nil {
-			return fmt.Errorf("blob store: %w", err)
-		}
-	}
-	keys := cfg.BlobKeys
-	if keys == nil {
-		keys = &keyring.Ring{} // no key: wrapping fails with ErrEncryptionKeyMissing
 	}
 	verifier, err := newVerifier(ctx, cfg)
 	if err != nil {
 		return err
 	}
-
 	serviceKeys, err := LoadKeys(ctx, a.db, cfg.ServiceKeys, cfg.LegacyKeys)
 	if err != nil {
 		return err
@@ -157,24 +149,11 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 	registry := prometheus.NewRegistry()
-	a.ehrs, err = newEHRs(cfg.EHR, a.log, newEHRMetrics(registry))
+	search, err := a.buildEHR(ctx, cfg, serviceKeys, cache, registry)
 	if err != nil {
 		return err
 	}
-	logEHRSystems(ctx, a.log, cfg.EHR)
-	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
-	scheduling := ehr.NewScheduling(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
-		ehr.SchedulingConfig{FingerprintKeys: serviceKeys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
-	a.scheduling, a.reconcileEvery = scheduling, cfg.ReconcileEvery
-
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
-		Help: "Idempotency-Keys removed after their retention."})
-	registry.MustRegister(a.purged)
-	a.reconciled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_bookings_reconciled_total",
-		Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
-		[]string{"outcome"})
-	registry.MustRegister(a.reconciled)
+	a.registerJobMetrics(registry)
 	a.audit, err = newAuditor(a.db, registry, a.log.With("component", "audit"))
 	if err != nil {
 		return err
@@ -183,42 +162,108 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	blobs := storage.NewService(a.db.Blobs(), a.db.StorageTx(), objects, keys, a.db, cfg.MaxUploadBytes,
+	a.buildBlobs(cfg, registry)
+	return a.listen(cfg, a.newHandler(cfg, verifier, search, registry))
+}
+
+// buildObjectStore connects the object store and makes sure every
+// container exists.
+func (a *App) buildObjectStore(ctx context.Context, cfg ObjectStore) error {
+	objects, err := newObjectStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	a.objects = objects
+	for _, c := range storage.Containers {
+		if err := objects.EnsureContainer(ctx, c); err != nil {
+			return fmt.Errorf("blob store: %w", err)
+		}
+	}
+	return nil
+}
+
+// buildEHR puts the EHR systems of cfg in force, logs them, and builds the
+// scheduling use case over them; it returns the search use case.
+func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cache, registry *prometheus.Registry) (*ehr.Service, error) {
+	var err error
+	a.ehrs, err = newEHRs(cfg.EHR, a.log, newEHRMetrics(registry))
+	if err != nil {
+		return nil, err
+	}
+	logEHRSystems(ctx, a.log, cfg.EHR)
+	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
+	a.scheduling = ehr.NewScheduling(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
+		ehr.SchedulingConfig{FingerprintKeys: keys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
+	a.reconcileEvery = cfg.ReconcileEvery
+	return search, nil
+}
+
+// registerJobMetrics registers the Go and process collectors and the
+// counters of the Idempotency-Key purge and the booking reconciler.
+func (a *App) registerJobMetrics(registry *prometheus.Registry) {
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
+		Help: "Idempotency-Keys removed after their retention."})
+	registry.MustRegister(a.purged)
+	a.reconciled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_bookings_reconciled_total",
+		Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
+		[]string{"outcome"})
+	registry.MustRegister(a.reconciled)
+}
+
+// buildBlobs builds the storage core over the object store and registers
+// the counters of the sweeper that cleans up after it.
+func (a *App) buildBlobs(cfg Config, registry *prometheus.Registry) {
+	keys := cfg.BlobKeys
+	if keys == nil {
+		keys = &keyring.Ring{} // no key: wrapping fails with ErrEncryptionKeyMissing
+	}
+	a.blobs = storage.NewService(a.db.Blobs(), a.db.StorageTx(), a.objects, keys, a.db, cfg.MaxUploadBytes,
 		storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))
-	a.blobs = blobs
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
 		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
 	a.sweptIncomplete = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_incomplete_uploads_removed_total",
 		Help: "Temporary files and incomplete multipart uploads of unfinished writes, older than a day, removed by the sweeper."})
 	registry.MustRegister(a.swept, a.sweptIncomplete)
-	api := httpapi.New(httpapi.Config{
-		Log:        a.log.With("component", "http"),
-		Auth:       verifier,
-		Storage:    blobs,
-		Business:   NewBusiness(a.db, blobs),
-		Search:     countCacheHits(search, newSearchCacheMetrics(registry)),
-		Scheduling: scheduling,
-		Tenancy:    ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
-		Registry:   registry,
-		Audit:      a.audit,
-		Ready: func(ctx context.Context) error {
-			err := errors.Join(a.db.Ping(ctx), objects.Ping(ctx))
-			if a.redis != nil {
-				err = errors.Join(err, a.redis.Ping(ctx))
-			}
-			return err
-		},
+}
+
+// newHandler is the HTTP API over the cores that build made.
+func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Service, registry *prometheus.Registry) http.Handler {
+	return httpapi.New(httpapi.Config{
+		Log:                a.log.With("component", "http"),
+		Auth:               verifier,
+		Storage:            a.blobs,
+		Business:           NewBusiness(a.db, a.blobs),
+		Search:             countCacheHits(search, newSearchCacheMetrics(registry)),
+		Scheduling:         a.scheduling,
+		Tenancy:            ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
+		Registry:           registry,
+		Audit:              a.audit,
+		Ready:              a.ready,
 		MaxUploadBytes:     cfg.MaxUploadBytes,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins,
 		StallTimeout:       cfg.StallTimeout,
 	})
+}
 
+// ready checks the database, the object store and, when set, Redis.
+func (a *App) ready(ctx context.Context) error {
+	err := errors.Join(a.db.Ping(ctx), a.objects.Ping(ctx))
+	if a.redis != nil {
+		err = errors.Join(err, a.redis.Ping(ctx))
+	}
+	return err
+}
+
+// listen opens cfg.HTTPAddr and makes the server of handler.
+func (a *App) listen(cfg Config, handler http.Handler) error {
+	var err error
 	a.listener, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("HTTP_ADDR: %w", err)
 	}
 	a.server = &http.Server{
-		Handler:           api,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -36,72 +36,11 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet("admin "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var run func(*postgres.Store) (any, error)
-	switch cmd {
-	case "create-business":
-		name := fs.String("name", "", "business name")
-		email := fs.String("email", "", "business e-mail")
-		owner := fs.String("owner", "", "subject (token sub) of the owner")
-		run = func(db *postgres.Store) (any, error) {
-			b, err := app.NewBusinessWithoutLogos(db).CreateBusiness(ctx, *name, *email, *owner)
-			return map[string]string{"id": b.ID}, err
-		}
-	case "add-member":
-		businessID := fs.String("business", "", "the business's id")
-		sub := fs.String("sub", "", "subject (token sub) of the new member")
-		role := fs.String("role", "", "owner, admin or staff")
-		run = func(db *postgres.Store) (any, error) {
-			m, err := app.NewBusinessWithoutLogos(db).CreateMember(ctx, *businessID, *sub, core.Role(*role))
-			if err != nil {
-				return nil, err
-			}
-			return memberJSON{BusinessID: m.BusinessID, Subject: m.Subject, Role: string(m.Role), CreatedAt: m.CreatedAt.UTC()}, nil
-		}
-	case "create-provider":
-		first := fs.String("first", "", "first name")
-		last := fs.String("last", "", "last name")
-		email := fs.String("email", "", "e-mail")
-		telehealth := fs.String("telehealth", "", "telehealth link (http(s) URL)")
-		location := fs.Int64("location", 0, "id of the location the provider is affiliated with")
-		run = func(db *postgres.Store) (any, error) {
-			p, err := app.NewBusinessWithoutLogos(db).CreateProvider(ctx, business.Provider{FirstName: *first, LastName: *last, Email: *email, TelehealthLink: *telehealth}, *location)
-			return map[string]int64{"id": p.ID}, err
-		}
-	case "add-webhook":
-		url := fs.String("url", "", "the receiver's http(s) URL")
-		types := fs.String("events", "", "comma-separated event types, or '*'")
-		businessID := fs.String("business", "", "only this business's events")
-		run = func(db *postgres.Store) (any, error) { return addWebhook(ctx, db, getenv, *url, *types, *businessID) }
-	case "list-webhooks":
-		run = func(db *postgres.Store) (any, error) {
-			subs, err := db.Webhooks().List(ctx)
-			out := make([]webhookJSON, len(subs))
-			for i, s := range subs {
-				out[i] = toWebhookJSON(s)
-			}
-			return out, err
-		}
-	case "remove-webhook":
-		id := fs.String("id", "", "the subscription's id")
-		run = func(db *postgres.Store) (any, error) {
-			if err := db.Webhooks().Remove(ctx, *id); err != nil {
-				return nil, err
-			}
-			return map[string]string{"removed": *id}, nil
-		}
-	case "reseal-webhooks":
-		run = func(db *postgres.Store) (any, error) { return resealWebhooks(ctx, db, getenv) }
-	case "webhook-deliveries":
-		failed := fs.Bool("failed", false, "only the deliveries given up after 24 hours of retries")
-		limit := fs.Int("limit", 100, "at most this many, newest first")
-		run = func(db *postgres.Store) (any, error) {
-			if *limit < 1 || *limit > 10000 {
-				return nil, errors.New("--limit must be 1 to 10000")
-			}
-			ds, err := db.Webhooks().Deliveries(ctx, *failed, *limit)
-			return toDeliveriesJSON(ds), err
-		}
-	default:
+	run := businessCommand(ctx, cmd, fs)
+	if run == nil {
+		run = webhookCommand(ctx, cmd, fs, getenv)
+	}
+	if run == nil {
 		return fmt.Errorf("unknown admin command %q\n%s", cmd, adminUsage)
 	}
 	if err := fs.Parse(args); err != nil {
@@ -110,7 +49,16 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), adminUsage)
 	}
+	return runAdmin(ctx, getenv, stdout, run)
+}
 
+// adminRun is what an admin command does, its flags parsed, with the
+// database; it returns what to print.
+type adminRun func(*postgres.Store) (any, error)
+
+// runAdmin migrates and opens the database of DATABASE_URL, runs run with
+// it, and prints its result as JSON.
+func runAdmin(ctx context.Context, getenv env, stdout io.Writer, run adminRun) error {
 	url := getenv.or("DATABASE_URL", "")
 	if url == "" {
 		return errors.New("DATABASE_URL: is required")
@@ -128,6 +76,87 @@ func admin(ctx context.Context, args []string, getenv env, stdout io.Writer) err
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(out)
+}
+
+// businessCommand declares on fs the flags of cmd, a command that seeds
+// businesses, members and providers, and returns what it does; nil when
+// cmd is not one of them.
+func businessCommand(ctx context.Context, cmd string, fs *flag.FlagSet) adminRun {
+	switch cmd {
+	case "create-business":
+		name := fs.String("name", "", "business name")
+		email := fs.String("email", "", "business e-mail")
+		owner := fs.String("owner", "", "subject (token sub) of the owner")
+		return func(db *postgres.Store) (any, error) {
+			b, err := app.NewBusinessWithoutLogos(db).CreateBusiness(ctx, *name, *email, *owner)
+			return map[string]string{"id": b.ID}, err
+		}
+	case "add-member":
+		businessID := fs.String("business", "", "the business's id")
+		sub := fs.String("sub", "", "subject (token sub) of the new member")
+		role := fs.String("role", "", "owner, admin or staff")
+		return func(db *postgres.Store) (any, error) {
+			m, err := app.NewBusinessWithoutLogos(db).CreateMember(ctx, *businessID, *sub, core.Role(*role))
+			if err != nil {
+				return nil, err
+			}
+			return memberJSON{BusinessID: m.BusinessID, Subject: m.Subject, Role: string(m.Role), CreatedAt: m.CreatedAt.UTC()}, nil
+		}
+	case "create-provider":
+		first := fs.String("first", "", "first name")
+		last := fs.String("last", "", "last name")
+		email := fs.String("email", "", "e-mail")
+		telehealth := fs.String("telehealth", "", "telehealth link (http(s) URL)")
+		location := fs.Int64("location", 0, "id of the location the provider is affiliated with")
+		return func(db *postgres.Store) (any, error) {
+			p, err := app.NewBusinessWithoutLogos(db).CreateProvider(ctx, business.Provider{FirstName: *first, LastName: *last, Email: *email, TelehealthLink: *telehealth}, *location)
+			return map[string]int64{"id": p.ID}, err
+		}
+	}
+	return nil
+}
+
+// webhookCommand declares on fs the flags of cmd, a command that manages
+// webhook subscriptions, and returns what it does; nil when cmd is not one
+// of them.
+func webhookCommand(ctx context.Context, cmd string, fs *flag.FlagSet, getenv env) adminRun {
+	switch cmd {
+	case "add-webhook":
+		url := fs.String("url", "", "the receiver's http(s) URL")
+		types := fs.String("events", "", "comma-separated event types, or '*'")
+		businessID := fs.String("business", "", "only this business's events")
+		return func(db *postgres.Store) (any, error) { return addWebhook(ctx, db, getenv, *url, *types, *businessID) }
+	case "list-webhooks":
+		return func(db *postgres.Store) (any, error) {
+			subs, err := db.Webhooks().List(ctx)
+			out := make([]webhookJSON, len(subs))
+			for i, s := range subs {
+				out[i] = toWebhookJSON(s)
+			}
+			return out, err
+		}
+	case "remove-webhook":
+		id := fs.String("id", "", "the subscription's id")
+		return func(db *postgres.Store) (any, error) {
+			if err := db.Webhooks().Remove(ctx, *id); err != nil {
+				return nil, err
+			}
+			return map[string]string{"removed": *id}, nil
+		}
+	case "reseal-webhooks":
+		return func(db *postgres.Store) (any, error) { return resealWebhooks(ctx, db, getenv) }
+	case "webhook-deliveries":
+		failed := fs.Bool("failed", false, "only the deliveries given up after 24 hours of retries")
+		limit := fs.Int("limit", 100, "at most this many, newest first")
+		return func(db *postgres.Store) (any, error) {
+			if *limit < 1 || *limit > 10000 {
+				return nil, errors.New("--limit must be 1 to 10000")
+			}
+			ds, err := db.Webhooks().Deliveries(ctx, *failed, *limit)
+			return toDeliveriesJSON(ds), err
+		}
+	}
+	return nil
 }
 
 // memberJSON is a member as add-member prints it.

@@ -145,13 +145,26 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 		return nil, err
 	}
 	res := &SearchResult{RequestID: core.NewUUID(), Page: v.page, Limit: v.limit, Sources: []string{}}
+	merged, err := s.answer(ctx, res, caller, v, systems, start)
+	if err != nil {
+		return nil, err
+	}
+	res.fill(merged, v)
+	res.SearchTime = s.now().Sub(start)
+	return res, nil
+}
 
+// answer is the merged answer of systems to the caller's search v: the
+// cached one when there is one (res.CacheHit), else theirs, with their
+// failures in res.Errors; an answer without failures is cached.
+func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, v validated, systems []System, start time.Time) (Answer, error) {
 	key := cacheKey(caller, v, systems)
 	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
 	var merged Answer
 	if caching {
+		var err error
 		if merged, res.CacheHit, err = s.cached(ctx, key); err != nil {
-			return nil, err
+			return Answer{}, err
 		}
 	}
 	if !res.CacheHit {
@@ -163,21 +176,24 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 			}
 		}
 	}
+	return merged, nil
+}
 
-	res.Sources = append(res.Sources, merged.Sources...)
-	res.TotalCount = len(merged.People)
+// fill sets the sources, the count, the page v asks for and the status of
+// r from merged and r.Errors.
+func (r *SearchResult) fill(merged Answer, v validated) {
+	r.Sources = append(r.Sources, merged.Sources...)
+	r.TotalCount = len(merged.People)
 	from := min((v.page-1)*v.limit, len(merged.People))
-	res.Results = merged.People[from:min(from+v.limit, len(merged.People))]
+	r.Results = merged.People[from:min(from+v.limit, len(merged.People))]
 	switch {
-	case len(res.Errors) == 0:
-		res.Status = StatusSuccess
+	case len(r.Errors) == 0:
+		r.Status = StatusSuccess
 	case len(merged.Sources) > 0:
-		res.Status = StatusPartial
+		r.Status = StatusPartial
 	default:
-		res.Status = StatusError
+		r.Status = StatusError
 	}
-	res.SearchTime = s.now().Sub(start)
-	return res, nil
 }
 
 // cached looks key up: first among the answers decoded in this process,

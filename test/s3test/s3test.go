@@ -65,13 +65,7 @@ func missing(t testing.TB) {
 func startServer(t testing.TB, bin string, sidecar bool) s3.Config {
 	t.Helper()
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	meta := filepath.Join(dir, "meta")
-	for _, d := range []string{data, meta} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatalf("s3test: %v", err)
-		}
-	}
+	data, meta := makeDirs(t, dir)
 	cfg := s3.Config{
 		Region:    s3.DefaultRegion,
 		AccessKey: "CB" + rand.Text()[:18],
@@ -83,33 +77,13 @@ func startServer(t testing.TB, bin string, sidecar bool) s3.Config {
 		if err != nil {
 			t.Fatalf("s3test: find a free port: %v", err)
 		}
-		args := []string{
-			"--access", cfg.AccessKey, "--secret", cfg.SecretKey,
-			"--port", addr, "--region", cfg.Region,
-			"--health", healthPath, "--quiet",
-			"posix",
-		}
-		if sidecar {
-			args = append(args, "--sidecar", meta)
-		}
-		args = append(args, data)
-
-		srv, err := launch(bin, args, dir)
+		srv, err := launch(bin, serverArgs(cfg, addr, data, meta, sidecar), dir)
 		if err != nil {
 			t.Fatalf("s3test: start %s: %v", bin, err)
 		}
 		err = srv.waitReady(addr)
 		if err == nil {
-			t.Cleanup(func() {
-				// versitygw's graceful shutdown waits for the clients'
-				// idle keep-alive connections, which a loaded machine may
-				// hold past the time-out; it is then killed. That says
-				// nothing of the code under test, so it is logged, not
-				// failed.
-				if err := srv.stop(); err != nil {
-					t.Logf("s3test: stop versitygw: %v\n%s", err, srv.out.String())
-				}
-			})
+			stopAtCleanup(t, srv)
 			cfg.Endpoint = addr
 			return cfg
 		}
@@ -124,6 +98,49 @@ func startServer(t testing.TB, bin string, sidecar bool) s3.Config {
 			t.Fatalf("s3test: versitygw did not come up: %v\n%s", err, out)
 		}
 	}
+}
+
+// makeDirs makes in dir the directories of the posix backend: data for
+// the objects, meta for the sidecar metadata.
+func makeDirs(t testing.TB, dir string) (data, meta string) {
+	t.Helper()
+	data = filepath.Join(dir, "data")
+	meta = filepath.Join(dir, "meta")
+	for _, d := range []string{data, meta} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatalf("s3test: %v", err)
+		}
+	}
+	return data, meta
+}
+
+// serverArgs are versitygw's arguments: cfg's keys and region, listening
+// on addr, a posix backend in data, with metadata in meta when sidecar is
+// set.
+func serverArgs(cfg s3.Config, addr, data, meta string, sidecar bool) []string {
+	args := []string{
+		"--access", cfg.AccessKey, "--secret", cfg.SecretKey,
+		"--port", addr, "--region", cfg.Region,
+		"--health", healthPath, "--quiet",
+		"posix",
+	}
+	if sidecar {
+		args = append(args, "--sidecar", meta)
+	}
+	return append(args, data)
+}
+
+// stopAtCleanup stops srv when the test ends.
+func stopAtCleanup(t testing.TB, srv *server) {
+	t.Cleanup(func() {
+		// versitygw's graceful shutdown waits for the clients' idle
+		// keep-alive connections, which a loaded machine may hold past the
+		// time-out; it is then killed. That says nothing of the code under
+		// test, so it is logged, not failed.
+		if err := srv.stop(); err != nil {
+			t.Logf("s3test: stop versitygw: %v\n%s", err, srv.out.String())
+		}
+	})
 }
 
 // freeAddr returns a 127.0.0.1 address with a port that was free a moment

@@ -402,11 +402,7 @@ func (s suite) listAppointments(t *testing.T) {
 		t.Fatalf("CancelAppointment: %v", err)
 	}
 
-	cases := []struct {
-		name string
-		f    ehr.AppointmentFilter
-		want []string
-	}{
+	e.checkListings([]listing{
 		{"agent", ehr.AppointmentFilter{AgentID: agent1}, []string{a1.ID, a2.ID, a3.ID}},
 		{"agent and cancelled", ehr.AppointmentFilter{AgentID: agent1, Status: ehr.StatusCancelled}, []string{a2.ID}},
 		{"agent and booked", ehr.AppointmentFilter{AgentID: agent1, Status: ehr.StatusBooked}, []string{a1.ID, a3.ID}},
@@ -417,7 +413,22 @@ func (s suite) listAppointments(t *testing.T) {
 		{"patient e-mail and agent", ehr.AppointmentFilter{PatientEmail: e1, AgentID: agent2}, []string{b1.ID}},
 		{"other patient", ehr.AppointmentFilter{PatientEmail: e2}, []string{a2.ID}},
 		{"no match", ehr.AppointmentFilter{AgentID: agent2, Status: ehr.StatusCancelled}, nil},
-	}
+	})
+	e.checkPages(agent1, []string{a1.ID, a2.ID, a3.ID})
+}
+
+// listing is a filter of appointments and the ids it should list.
+type listing struct {
+	name string
+	f    ehr.AppointmentFilter
+	want []string
+}
+
+// checkListings lists the appointments of each filter, on one page of 50,
+// and compares the ids and the totalCount.
+func (e *env) checkListings(cases []listing) {
+	t := e.t
+	t.Helper()
 	for _, c := range cases {
 		c.f.Page, c.f.Limit = 1, 50
 		pg, err := e.b.Scheduler.ListAppointments(e.ctx, c.f)
@@ -430,10 +441,17 @@ func (s suite) listAppointments(t *testing.T) {
 			t.Errorf("%s: ListAppointments = %v (totalCount %d); want %v", c.name, got, pg.TotalCount, c.want)
 		}
 	}
+}
 
+// checkPages lists the appointments of agent, which are all (three), in
+// pages of two, and checks each page and that together they hold each
+// appointment once.
+func (e *env) checkPages(agent string, all []string) {
+	t := e.t
+	t.Helper()
 	var seen []string
 	for page, want := range map[int]int{1: 2, 2: 1} {
-		f := ehr.AppointmentFilter{AgentID: agent1, Page: page, Limit: 2}
+		f := ehr.AppointmentFilter{AgentID: agent, Page: page, Limit: 2}
 		pg, err := e.b.Scheduler.ListAppointments(e.ctx, f)
 		if err != nil {
 			t.Fatalf("ListAppointments(%+v): %v", f, err)
@@ -444,7 +462,7 @@ func (s suite) listAppointments(t *testing.T) {
 		}
 		seen = append(seen, appointmentIDs(pg.Items)...)
 	}
-	if all := []string{a1.ID, a2.ID, a3.ID}; !sameSet(seen, all) || len(seen) != 3 {
+	if !sameSet(seen, all) || len(seen) != 3 {
 		t.Errorf("the pages hold %v; want each of %v once", seen, all)
 	}
 }
