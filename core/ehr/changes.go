@@ -51,14 +51,14 @@ func (s *Scheduling) changed(ctx context.Context, t core.EventType, a Appointmen
 // Reschedule moves appointment id, with the checks of a booking; a
 // cancelled one is a conflict. The new time is held while the EHR answers,
 // as a booking's is.
-func (s *Scheduling) Reschedule(ctx context.Context, id, startS, endS string) (Appointment, error) {
+func (s *Scheduling) Reschedule(ctx context.Context, id string, startI, endI Instant) (Appointment, error) {
 	c, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
 	sch := c.sch
 	var f fieldErrors
-	start, end := s.parsePeriod(startS, endS, 0, &f)
+	start, end := s.period(startI, endI, 0, &f)
 	if err := f.err(); err != nil {
 		return Appointment{}, err
 	}
