@@ -40,25 +40,25 @@ type Booked struct {
 
 // period checks start and end (or a duration) by the contract's time
 // rules: start in the future, end after start, 5 minutes to 8 hours.
-func (s *Scheduling) period(startI, endI Instant, minutes int, f *fieldErrors) (time.Time, time.Time) {
-	if startI.Invalid || !startI.sent() {
+func (s *Scheduling) period(startAt, endAt Instant, minutes int, f *fieldErrors) Period {
+	if startAt.Invalid || !startAt.sent() {
 		f.add("start", "must be an RFC 3339 time with an offset, such as 2030-01-02T09:00:00-06:00")
-		return time.Time{}, time.Time{}
+		return Period{}
 	}
-	start, end := startI.Time, endI.Time
+	start, end := startAt.Time, endAt.Time
 	switch {
-	case endI.sent() && minutes != 0:
+	case endAt.sent() && minutes != 0:
 		f.add("end", "and durationMinutes are exclusive; send one")
-		return start, start
-	case endI.Invalid:
+		return Period{}
+	case endAt.Invalid:
 		f.add("end", "must be an RFC 3339 time with an offset")
-		return start, start
-	case endI.sent():
+		return Period{}
+	case endAt.sent():
 	case minutes != 0:
 		end = start.Add(time.Duration(minutes) * time.Minute)
 	default:
 		f.add("end", "or durationMinutes is required")
-		return start, start
+		return Period{}
 	}
 	if !start.After(s.now()) {
 		f.add("start", "must be in the future")
@@ -71,7 +71,7 @@ func (s *Scheduling) period(startI, endI Instant, minutes int, f *fieldErrors) (
 	case d > MaxAppointment:
 		f.add("end", "must be at most %d hours after start", int(MaxAppointment.Hours()))
 	}
-	return start, end
+	return Period{Start: start, End: end}
 }
 
 func (s *Scheduling) checkPatient(p PatientContact, f *fieldErrors) PatientContact {
@@ -284,7 +284,7 @@ func (s *Scheduling) appointment(r BookingRequest) (Appointment, error) {
 	if agentID == "" {
 		f.add("agentId", "is required")
 	}
-	start, end := s.period(r.Start, r.End, r.DurationMinutes, &f)
+	p := s.period(r.Start, r.End, r.DurationMinutes, &f)
 	patient := s.checkPatient(r.Patient, &f)
 	if len(r.Reason) > maxReasonLen {
 		f.add("reason", "must be at most %d characters", maxReasonLen)
@@ -296,7 +296,7 @@ func (s *Scheduling) appointment(r BookingRequest) (Appointment, error) {
 		return Appointment{}, err
 	}
 	return Appointment{
-		AgentID: agentID, Start: start, End: end, Status: StatusBooked,
+		AgentID: agentID, Start: p.Start, End: p.End, Status: StatusBooked,
 		Reason: strings.TrimSpace(r.Reason), LocationID: strings.TrimSpace(r.LocationID), Patient: patient,
 	}, nil
 }
