@@ -61,10 +61,10 @@ type Scheduling interface {
 	Book(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error)
 	Appointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error)
 	Cancel(ctx context.Context, id, reason string) (ehr.Appointment, error)
-	Reschedule(ctx context.Context, id, start, end string) (ehr.Appointment, error)
+	Reschedule(ctx context.Context, id string, start, end ehr.Instant) (ehr.Appointment, error)
 	Agents(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error)
 	Agent(ctx context.Context, id string) (ehr.Agent, error)
-	Availability(ctx context.Context, agentID, from, to string, minutes int) (ehr.Availability, error)
+	Availability(ctx context.Context, agentID string, from, to ehr.Date, minutes int) (ehr.Availability, error)
 }
 
 var _ Scheduling = (*ehr.Scheduling)(nil)

@@ -339,9 +339,11 @@ func TestAudit_AChangeIsNotMadeWhenTheTrailCannotBeWritten(t *testing.T) {
 		MetadataFunc: func(context.Context, int64) (storage.Blob, error) { return sample, nil },
 	}
 	in := &SchedulingMock{
-		BookFunc:       func(context.Context, ehr.BookingRequest) (ehr.Booked, error) { return ehr.Booked{}, nil },
-		CancelFunc:     func(context.Context, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
-		RescheduleFunc: func(context.Context, string, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
+		BookFunc:   func(context.Context, ehr.BookingRequest) (ehr.Booked, error) { return ehr.Booked{}, nil },
+		CancelFunc: func(context.Context, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
+		RescheduleFunc: func(context.Context, string, ehr.Instant, ehr.Instant) (ehr.Appointment, error) {
+			return ehr.Appointment{}, nil
+		},
 	}
 	// A file change asks whether the trail is writable before it reads the
 	// file; an EHR change needs its started event committed.
@@ -401,7 +403,7 @@ func TestAudit_TheStartedEventIsCommittedBeforeTheEHRIsCalled(t *testing.T) {
 			seen = append(seen, a.recorded())
 			return ehr.Appointment{}, ehr.ErrAlreadyCancelled
 		},
-		RescheduleFunc: func(context.Context, string, string, string) (ehr.Appointment, error) {
+		RescheduleFunc: func(context.Context, string, ehr.Instant, ehr.Instant) (ehr.Appointment, error) {
 			seen = append(seen, a.recorded())
 			return ehr.Appointment{}, &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "The EHR did not answer in time"}
 		},

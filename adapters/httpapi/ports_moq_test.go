@@ -1126,7 +1126,7 @@ var _ ports.Scheduling = &SchedulingMock{}
 //			AppointmentsFunc: func(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 //				panic("mock out the Appointments method")
 //			},
-//			AvailabilityFunc: func(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error) {
+//			AvailabilityFunc: func(ctx context.Context, agentID string, from ehr.Date, to ehr.Date, minutes int) (ehr.Availability, error) {
 //				panic("mock out the Availability method")
 //			},
 //			BookFunc: func(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
@@ -1135,7 +1135,7 @@ var _ ports.Scheduling = &SchedulingMock{}
 //			CancelFunc: func(ctx context.Context, id string, reason string) (ehr.Appointment, error) {
 //				panic("mock out the Cancel method")
 //			},
-//			RescheduleFunc: func(ctx context.Context, id string, start string, end string) (ehr.Appointment, error) {
+//			RescheduleFunc: func(ctx context.Context, id string, start ehr.Instant, end ehr.Instant) (ehr.Appointment, error) {
 //				panic("mock out the Reschedule method")
 //			},
 //		}
@@ -1155,7 +1155,7 @@ type SchedulingMock struct {
 	AppointmentsFunc func(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error)
 
 	// AvailabilityFunc mocks the Availability method.
-	AvailabilityFunc func(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error)
+	AvailabilityFunc func(ctx context.Context, agentID string, from ehr.Date, to ehr.Date, minutes int) (ehr.Availability, error)
 
 	// BookFunc mocks the Book method.
 	BookFunc func(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error)
@@ -1164,7 +1164,7 @@ type SchedulingMock struct {
 	CancelFunc func(ctx context.Context, id string, reason string) (ehr.Appointment, error)
 
 	// RescheduleFunc mocks the Reschedule method.
-	RescheduleFunc func(ctx context.Context, id string, start string, end string) (ehr.Appointment, error)
+	RescheduleFunc func(ctx context.Context, id string, start ehr.Instant, end ehr.Instant) (ehr.Appointment, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -1196,9 +1196,9 @@ type SchedulingMock struct {
 			// AgentID is the agentID argument value.
 			AgentID string
 			// From is the from argument value.
-			From string
+			From ehr.Date
 			// To is the to argument value.
-			To string
+			To ehr.Date
 			// Minutes is the minutes argument value.
 			Minutes int
 		}
@@ -1225,9 +1225,9 @@ type SchedulingMock struct {
 			// ID is the id argument value.
 			ID string
 			// Start is the start argument value.
-			Start string
+			Start ehr.Instant
 			// End is the end argument value.
-			End string
+			End ehr.Instant
 		}
 	}
 	lockAgent        sync.RWMutex
@@ -1348,15 +1348,15 @@ func (mock *SchedulingMock) AppointmentsCalls() []struct {
 }
 
 // Availability calls AvailabilityFunc.
-func (mock *SchedulingMock) Availability(ctx context.Context, agentID string, from string, to string, minutes int) (ehr.Availability, error) {
+func (mock *SchedulingMock) Availability(ctx context.Context, agentID string, from ehr.Date, to ehr.Date, minutes int) (ehr.Availability, error) {
 	if mock.AvailabilityFunc == nil {
 		panic("SchedulingMock.AvailabilityFunc: method is nil but Scheduling.Availability was just called")
 	}
 	callInfo := struct {
 		Ctx     context.Context
 		AgentID string
-		From    string
-		To      string
+		From    ehr.Date
+		To      ehr.Date
 		Minutes int
 	}{
 		Ctx:     ctx,
@@ -1378,15 +1378,15 @@ func (mock *SchedulingMock) Availability(ctx context.Context, agentID string, fr
 func (mock *SchedulingMock) AvailabilityCalls() []struct {
 	Ctx     context.Context
 	AgentID string
-	From    string
-	To      string
+	From    ehr.Date
+	To      ehr.Date
 	Minutes int
 } {
 	var calls []struct {
 		Ctx     context.Context
 		AgentID string
-		From    string
-		To      string
+		From    ehr.Date
+		To      ehr.Date
 		Minutes int
 	}
 	mock.lockAvailability.RLock()
@@ -1472,15 +1472,15 @@ func (mock *SchedulingMock) CancelCalls() []struct {
 }
 
 // Reschedule calls RescheduleFunc.
-func (mock *SchedulingMock) Reschedule(ctx context.Context, id string, start string, end string) (ehr.Appointment, error) {
+func (mock *SchedulingMock) Reschedule(ctx context.Context, id string, start ehr.Instant, end ehr.Instant) (ehr.Appointment, error) {
 	if mock.RescheduleFunc == nil {
 		panic("SchedulingMock.RescheduleFunc: method is nil but Scheduling.Reschedule was just called")
 	}
 	callInfo := struct {
 		Ctx   context.Context
 		ID    string
-		Start string
-		End   string
+		Start ehr.Instant
+		End   ehr.Instant
 	}{
 		Ctx:   ctx,
 		ID:    id,
@@ -1500,14 +1500,14 @@ func (mock *SchedulingMock) Reschedule(ctx context.Context, id string, start str
 func (mock *SchedulingMock) RescheduleCalls() []struct {
 	Ctx   context.Context
 	ID    string
-	Start string
-	End   string
+	Start ehr.Instant
+	End   ehr.Instant
 } {
 	var calls []struct {
 		Ctx   context.Context
 		ID    string
-		Start string
-		End   string
+		Start ehr.Instant
+		End   ehr.Instant
 	}
 	mock.lockReschedule.RLock()
 	calls = mock.calls.Reschedule

@@ -114,7 +114,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.scheduling.Book(r.Context(), ehr.BookingRequest{
-		AgentID: req.AgentID, Start: req.Start, End: req.End, DurationMinutes: req.DurationMinutes,
+		AgentID: req.AgentID, Start: instant(req.Start), End: instant(req.End), DurationMinutes: req.DurationMinutes,
 		Reason: req.Reason, LocationID: req.LocationID, Patient: req.Patient.contact(),
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
@@ -127,6 +127,31 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) {
 	}
 	auditResource(r.Context(), b.Appointment.ID)
 	writeSuccess(w, http.StatusCreated, "Appointment created successfully", newAppointmentResponse(b.Appointment))
+}
+
+// instant parses a time of a request body (RFC 3339 with an offset). One
+// that does not parse goes to the core as Invalid, not as an early 400: the
+// core checks the caller first and reports it with the request's other
+// field problems.
+func instant(s string) ehr.Instant {
+	if s == "" {
+		return ehr.Instant{}
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return ehr.Instant{Invalid: true, Raw: s}
+	}
+	return ehr.Instant{Time: t, Raw: s}
+}
+
+// date parses a date parameter (YYYY-MM-DD); one missing or not a date is
+// the zero Date, which the core reports after checking the caller.
+func date(s string) ehr.Date {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return ehr.Date{}
+	}
+	return ehr.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}
 }
 
 // query reads the listing parameters; a bad number or time is a 400 naming
@@ -250,7 +275,7 @@ func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.scheduling.Reschedule(r.Context(), id, req.Start, req.End)
+	a, err := s.scheduling.Reschedule(r.Context(), id, instant(req.Start), instant(req.End))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -295,7 +320,7 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.scheduling.Availability(r.Context(), mux.Vars(r)["id"], q.v.Get("from"), q.v.Get("to"), minutes)
+	a, err := s.scheduling.Availability(r.Context(), mux.Vars(r)["id"], date(q.v.Get("from")), date(q.v.Get("to")), minutes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
@@ -71,7 +72,7 @@ func TestIntegration_ListingsAndErrors(t *testing.T) {
 			return ehr.Page[ehr.Agent]{Items: []ehr.Agent{{ID: "dr-1", Name: "Dr One", Timezone: "America/Chicago"}}, TotalCount: 1, Page: 2, Limit: 5}, nil
 		},
 		AgentFunc: func(context.Context, string) (ehr.Agent, error) { return ehr.Agent{}, ehr.ErrAgentNotFound },
-		AvailabilityFunc: func(_ context.Context, id, from, to string, minutes int) (ehr.Availability, error) {
+		AvailabilityFunc: func(_ context.Context, id string, from, to ehr.Date, minutes int) (ehr.Availability, error) {
 			return ehr.Availability{AgentID: id, Timezone: "America/Chicago", Slots: []ehr.Period{{Start: appt.Start, End: appt.End}}}, nil
 		},
 		CancelFunc: func(_ context.Context, id, reason string) (ehr.Appointment, error) {
@@ -117,5 +118,50 @@ func TestIntegration_ListingsAndErrors(t *testing.T) {
 	json.Unmarshal(w.Body.Bytes(), &body)
 	if body["status"] != "error" {
 		t.Fatal("not the envelope")
+	}
+}
+
+// The handlers parse the times of a request; one that does not parse goes
+// to the core as a field problem (the core checks the caller first and
+// reports it with the other fields), never as an early 400 of the handler.
+func TestScheduling_TimesAreParsedAtTheEdgeAndBadOnesReachTheCore(t *testing.T) {
+	var book ehr.BookingRequest
+	var moved [2]ehr.Instant
+	var dates [2]ehr.Date
+	m := &SchedulingMock{
+		BookFunc: func(_ context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
+			book = r
+			return ehr.Booked{}, core.ErrInsufficientScope
+		},
+		RescheduleFunc: func(_ context.Context, _ string, start, end ehr.Instant) (ehr.Appointment, error) {
+			moved = [2]ehr.Instant{start, end}
+			return ehr.Appointment{}, core.ErrInsufficientScope
+		},
+		AvailabilityFunc: func(_ context.Context, _ string, from, to ehr.Date, _ int) (ehr.Availability, error) {
+			dates = [2]ehr.Date{from, to}
+			return ehr.Availability{}, core.ErrInsufficientScope
+		},
+	}
+	s := newIntegrationServer(t, m)
+	body := `{"agentId":"dr-1","start":"2030-03-04T09:00:00.000-06:00","end":"half past nine"}`
+	if w := do(t, s, "POST", "/appointment/customer", strings.NewReader(body), "Content-Type", "application/json"); w.Code != 403 {
+		t.Fatalf("book: %d", w.Code)
+	}
+	want := time.Date(2030, 3, 4, 9, 0, 0, 0, chicagoTZ)
+	if !book.Start.Time.Equal(want) || book.Start.Invalid || book.Start.Raw != "2030-03-04T09:00:00.000-06:00" ||
+		!book.End.Invalid || book.End.Raw != "half past nine" {
+		t.Fatalf("book got %+v", book)
+	}
+	if w := do(t, s, "POST", "/appointment/a-1/reschedule", strings.NewReader(`{"start":"2030-03-04 09:00"}`), "Content-Type", "application/json"); w.Code != 403 {
+		t.Fatalf("reschedule: %d", w.Code)
+	}
+	if !moved[0].Invalid || moved[0].Raw != "2030-03-04 09:00" || moved[1] != (ehr.Instant{}) {
+		t.Fatalf("reschedule got %+v", moved)
+	}
+	if w := do(t, s, "GET", "/agents/dr-1/availability?from=2030-02-30&to=2030-03-31", nil); w.Code != 403 {
+		t.Fatalf("availability: %d", w.Code)
+	}
+	if dates != [2]ehr.Date{{}, {Year: 2030, Month: time.March, Day: 31}} {
+		t.Fatalf("availability got %+v", dates)
 	}
 }

@@ -18,12 +18,11 @@ import (
 // caller may hold (booked through the service, or being booked).
 const MaxFutureAppointments = 20
 
-// BookingRequest is an appointment as a customer asks for it; times are
-// RFC 3339 with an offset.
+// BookingRequest is an appointment as a customer asks for it.
 type BookingRequest struct {
 	AgentID         string
-	Start           string
-	End             string // or DurationMinutes
+	Start           Instant
+	End             Instant // or DurationMinutes
 	DurationMinutes int
 	Reason          string
 	LocationID      string
@@ -39,29 +38,27 @@ type Booked struct {
 	Replayed    bool
 }
 
-// parsePeriod reads start and end (or a duration) and checks the contract's
-// time rules: start in the future, end after start, 5 minutes to 8 hours.
-func (s *Scheduling) parsePeriod(startS, endS string, minutes int, f *fieldErrors) (time.Time, time.Time) {
-	start, err := time.Parse(time.RFC3339, startS)
-	if err != nil {
+// period checks start and end (or a duration) by the contract's time
+// rules: start in the future, end after start, 5 minutes to 8 hours.
+func (s *Scheduling) period(startAt, endAt Instant, minutes int, f *fieldErrors) Period {
+	if startAt.Invalid || !startAt.sent() {
 		f.add("start", "must be an RFC 3339 time with an offset, such as 2030-01-02T09:00:00-06:00")
-		return start, start
+		return Period{}
 	}
-	var end time.Time
+	start, end := startAt.Time, endAt.Time
 	switch {
-	case endS != "" && minutes != 0:
+	case endAt.sent() && minutes != 0:
 		f.add("end", "and durationMinutes are exclusive; send one")
-		return start, start
-	case endS != "":
-		if end, err = time.Parse(time.RFC3339, endS); err != nil {
-			f.add("end", "must be an RFC 3339 time with an offset")
-			return start, start
-		}
+		return Period{}
+	case endAt.Invalid:
+		f.add("end", "must be an RFC 3339 time with an offset")
+		return Period{}
+	case endAt.sent():
 	case minutes != 0:
 		end = start.Add(time.Duration(minutes) * time.Minute)
 	default:
 		f.add("end", "or durationMinutes is required")
-		return start, start
+		return Period{}
 	}
 	if !start.After(s.now()) {
 		f.add("start", "must be in the future")
@@ -74,7 +71,7 @@ func (s *Scheduling) parsePeriod(startS, endS string, minutes int, f *fieldError
 	case d > MaxAppointment:
 		f.add("end", "must be at most %d hours after start", int(MaxAppointment.Hours()))
 	}
-	return start, end
+	return Period{Start: start, End: end}
 }
 
 func (s *Scheduling) checkPatient(p PatientContact, f *fieldErrors) PatientContact {
@@ -236,8 +233,7 @@ func replay(ctx context.Context, sch Scheduler, out Outcome) (Booked, error) {
 // details could be matched against guesses. The acting business is part of
 // the request: a key used at one business is another request at the next.
 func (s *Scheduling) fingerprints(subject, business string, r BookingRequest) []string {
-	r.IdempotencyKey = ""
-	raw, _ := json.Marshal(r) // a struct of strings and ints always marshals
+	raw, _ := json.Marshal(newFingerprintForm(r)) // a struct of strings and ints always marshals
 	fps := make([]string, len(s.fpKeys))
 	for i, key := range s.fpKeys {
 		m := hmac.New(sha256.New, key)
@@ -253,6 +249,33 @@ func (s *Scheduling) fingerprints(subject, business string, r BookingRequest) []
 	return fps
 }
 
+// fingerprintForm is what a booking request's fingerprints hash: the JSON
+// of the request with its times as the client sent them and no
+// Idempotency-Key, the form of the request when its fields were all
+// strings. Keys stored before stay matched only while it stays byte for
+// byte the same (TestFingerprints_HashedFormIsPinned).
+type fingerprintForm struct {
+	AgentID         string
+	Start           string
+	End             string
+	DurationMinutes int
+	Reason          string
+	LocationID      string
+	Patient         fingerprintPatient
+	IdempotencyKey  string // always ""
+}
+
+type fingerprintPatient struct {
+	FirstName, LastName, DateOfBirth, Email, Phone string
+}
+
+func newFingerprintForm(r BookingRequest) fingerprintForm {
+	p := r.Patient
+	return fingerprintForm{AgentID: r.AgentID, Start: r.Start.text(), End: r.End.text(), DurationMinutes: r.DurationMinutes,
+		Reason: r.Reason, LocationID: r.LocationID,
+		Patient: fingerprintPatient{FirstName: p.FirstName, LastName: p.LastName, DateOfBirth: p.DateOfBirth, Email: p.Email, Phone: p.Phone}}
+}
+
 // appointment checks a booking request and returns the appointment it
 // asks for (the agent is not asked yet).
 func (s *Scheduling) appointment(r BookingRequest) (Appointment, error) {
@@ -261,7 +284,7 @@ func (s *Scheduling) appointment(r BookingRequest) (Appointment, error) {
 	if agentID == "" {
 		f.add("agentId", "is required")
 	}
-	start, end := s.parsePeriod(r.Start, r.End, r.DurationMinutes, &f)
+	p := s.period(r.Start, r.End, r.DurationMinutes, &f)
 	patient := s.checkPatient(r.Patient, &f)
 	if len(r.Reason) > maxReasonLen {
 		f.add("reason", "must be at most %d characters", maxReasonLen)
@@ -273,7 +296,7 @@ func (s *Scheduling) appointment(r BookingRequest) (Appointment, error) {
 		return Appointment{}, err
 	}
 	return Appointment{
-		AgentID: agentID, Start: start, End: end, Status: StatusBooked,
+		AgentID: agentID, Start: p.Start, End: p.End, Status: StatusBooked,
 		Reason: strings.TrimSpace(r.Reason), LocationID: strings.TrimSpace(r.LocationID), Patient: patient,
 	}, nil
 }

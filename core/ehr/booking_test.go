@@ -339,8 +339,30 @@ func schedulingWith(c Scheduler, cfg SchedulingConfig) *Scheduling {
 }
 
 func request(start, end string) BookingRequest {
-	return BookingRequest{AgentID: "dr-1", Start: start, End: end, Reason: "check-up",
+	return BookingRequest{AgentID: "dr-1", Start: at(start), End: at(end), Reason: "check-up",
 		Patient: PatientContact{FirstName: "Ana", LastName: "Lopez", DateOfBirth: "1980-02-01", Email: "ana@example.com"}}
+}
+
+// at is a client's time as httpapi parses it: "" none, a bad one Invalid.
+func at(s string) Instant {
+	if s == "" {
+		return Instant{}
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return Instant{Invalid: true, Raw: s}
+	}
+	return Instant{Time: t, Raw: s}
+}
+
+// day is a client's date as httpapi parses it: the zero Date when it is
+// not one.
+func day(s string) Date {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return Date{}
+	}
+	return Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}
 }
 
 func TestBook_ChecksTheRequest(t *testing.T) {
@@ -349,13 +371,15 @@ func TestBook_ChecksTheRequest(t *testing.T) {
 		name, mention string
 		edit          func(*BookingRequest)
 	}{
-		{"start in the past", "start must be in the future", func(r *BookingRequest) { r.Start, r.End = "2030-02-01T09:00:00-06:00", "2030-02-01T09:30:00-06:00" }},
-		{"start without offset", "start must be an RFC 3339", func(r *BookingRequest) { r.Start = "2030-03-04 09:00" }},
-		{"end before start", "end must be after start", func(r *BookingRequest) { r.End = "2030-03-04T08:00:00-06:00" }},
-		{"shorter than 5 minutes", "at least 5 minutes", func(r *BookingRequest) { r.End = "2030-03-04T09:04:00-06:00" }},
-		{"longer than 8 hours", "at most 8 hours", func(r *BookingRequest) { r.End = "2030-03-04T17:01:00-06:00" }},
+		{"start in the past", "start must be in the future", func(r *BookingRequest) {
+			r.Start, r.End = at("2030-02-01T09:00:00-06:00"), at("2030-02-01T09:30:00-06:00")
+		}},
+		{"start without offset", "start must be an RFC 3339", func(r *BookingRequest) { r.Start = at("2030-03-04 09:00") }},
+		{"end before start", "end must be after start", func(r *BookingRequest) { r.End = at("2030-03-04T08:00:00-06:00") }},
+		{"shorter than 5 minutes", "at least 5 minutes", func(r *BookingRequest) { r.End = at("2030-03-04T09:04:00-06:00") }},
+		{"longer than 8 hours", "at most 8 hours", func(r *BookingRequest) { r.End = at("2030-03-04T17:01:00-06:00") }},
 		{"end and duration", "exclusive", func(r *BookingRequest) { r.DurationMinutes = 30 }},
-		{"neither end nor duration", "durationMinutes is required", func(r *BookingRequest) { r.End = "" }},
+		{"neither end nor duration", "durationMinutes is required", func(r *BookingRequest) { r.End = at("") }},
 		{"no agent", "agentId is required", func(r *BookingRequest) { r.AgentID = " " }},
 		{"no first name", "patient.firstName is required", func(r *BookingRequest) { r.Patient.FirstName = "" }},
 		{"no last name", "patient.lastName is required", func(r *BookingRequest) { r.Patient.LastName = "" }},
@@ -382,7 +406,7 @@ func TestBook_ChecksTheRequest(t *testing.T) {
 		})
 	}
 	r := ok
-	r.End, r.DurationMinutes, r.Patient.Email, r.Patient.Phone = "", 45, "", "+1 512 555 0100"
+	r.End, r.DurationMinutes, r.Patient.Email, r.Patient.Phone = at(""), 45, "", "+1 512 555 0100"
 	b, err := scheduling(newCalendar(chicago)).Book(caller("u"), r)
 	if err != nil || b.Appointment.End.Sub(b.Appointment.Start) != 45*time.Minute || b.Appointment.Status != StatusBooked {
 		t.Fatalf("duration booking: %+v %v", b, err)
@@ -811,15 +835,15 @@ func TestCancelAndReschedule(t *testing.T) {
 	}
 	id := b.Appointment.ID
 	// Moving within its own time is fine: its own slot counts as free.
-	moved, err := s.Reschedule(caller("u"), id, "2030-03-04T09:30:00-06:00", "2030-03-04T10:30:00-06:00")
+	moved, err := s.Reschedule(caller("u"), id, at("2030-03-04T09:30:00-06:00"), at("2030-03-04T10:30:00-06:00"))
 	if err != nil || !moved.Start.Equal(time.Date(2030, 3, 4, 15, 30, 0, 0, time.UTC)) {
 		t.Fatalf("reschedule: %+v %v", moved, err)
 	}
 	other, _ := s.Book(caller("u"), request("2030-03-04T11:00:00-06:00", "2030-03-04T12:00:00-06:00"))
-	if _, err := s.Reschedule(caller("u"), id, "2030-03-04T11:00:00-06:00", "2030-03-04T11:30:00-06:00"); !errors.Is(err, ErrAgentUnavailable) {
+	if _, err := s.Reschedule(caller("u"), id, at("2030-03-04T11:00:00-06:00"), at("2030-03-04T11:30:00-06:00")); !errors.Is(err, ErrAgentUnavailable) {
 		t.Fatalf("onto another appointment: %v", err)
 	}
-	if _, err := s.Reschedule(caller("u"), id, "2030-03-04T11:00:00-06:00", "2030-03-04T10:00:00-06:00"); !errors.Is(err, ErrInvalidAppointment) {
+	if _, err := s.Reschedule(caller("u"), id, at("2030-03-04T11:00:00-06:00"), at("2030-03-04T10:00:00-06:00")); !errors.Is(err, ErrInvalidAppointment) {
 		t.Fatalf("end before start: %v", err)
 	}
 	if a, err := s.Cancel(caller("u"), other.Appointment.ID, "sick"); err != nil || a.Status != StatusCancelled {
@@ -828,7 +852,7 @@ func TestCancelAndReschedule(t *testing.T) {
 	if _, err := s.Cancel(caller("u"), other.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) {
 		t.Fatalf("second cancel: %v", err)
 	}
-	if _, err := s.Reschedule(caller("u"), other.Appointment.ID, "2030-03-05T09:00:00-06:00", "2030-03-05T09:30:00-06:00"); !errors.Is(err, ErrAlreadyCancelled) {
+	if _, err := s.Reschedule(caller("u"), other.Appointment.ID, at("2030-03-05T09:00:00-06:00"), at("2030-03-05T09:30:00-06:00")); !errors.Is(err, ErrAlreadyCancelled) {
 		t.Fatalf("reschedule a cancelled one: %v", err)
 	}
 	if _, err := s.Cancel(caller("u"), "nope", ""); !errors.Is(err, ErrAppointmentNotFound) {
@@ -851,7 +875,7 @@ func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
 		{"2030-11-03", 50}, // fall back: a 25-hour day
 		{"2030-06-01", 48},
 	} {
-		a, err := s.Availability(caller("u"), "dr-ny", tt.day, tt.day, 30)
+		a, err := s.Availability(caller("u"), "dr-ny", day(tt.day), day(tt.day), 30)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -863,7 +887,7 @@ func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
 			t.Fatalf("%s: first slot %v", tt.day, first)
 		}
 	}
-	spring, _ := s.Availability(caller("u"), "dr-ny", "2030-03-10", "2030-03-10", 60)
+	spring, _ := s.Availability(caller("u"), "dr-ny", day("2030-03-10"), day("2030-03-10"), 60)
 	if got := spring.Slots[2].Start.Format(time.RFC3339); got != "2030-03-10T03:00:00-04:00" {
 		t.Fatalf("third hour of the spring-forward day starts %s", got)
 	}
@@ -871,11 +895,11 @@ func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
 	for _, bad := range [][3]string{{"2030-03-10", "2030-04-11", "30"}, {"2030-03-10", "2030-03-09", "30"}, {"10/03/2030", "2030-03-10", "30"}, {"2030-03-10", "2030-03-10", "2"}} {
 		var minutes int
 		fmt.Sscan(bad[2], &minutes)
-		if _, err := s.Availability(caller("u"), "dr-ny", bad[0], bad[1], minutes); !errors.Is(err, ErrInvalidAppointment) {
+		if _, err := s.Availability(caller("u"), "dr-ny", day(bad[0]), day(bad[1]), minutes); !errors.Is(err, ErrInvalidAppointment) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
-	if _, err := s.Availability(caller("u"), "dr-x", "2030-03-10", "2030-03-10", 30); !errors.Is(err, ErrAgentNotFound) {
+	if _, err := s.Availability(caller("u"), "dr-x", day("2030-03-10"), day("2030-03-10"), 30); !errors.Is(err, ErrAgentNotFound) {
 		t.Fatalf("unknown agent: %v", err)
 	}
 }
@@ -962,7 +986,7 @@ func TestAppointments_NeedScopes(t *testing.T) {
 		if _, err := s.Cancel(ctx, "appt-1", ""); !errors.Is(err, core.ErrInsufficientScope) {
 			t.Fatalf("cancel: %v", err)
 		}
-		if _, err := s.Reschedule(ctx, "appt-1", "2030-03-04T10:00:00-06:00", "2030-03-04T10:30:00-06:00"); !errors.Is(err, core.ErrInsufficientScope) {
+		if _, err := s.Reschedule(ctx, "appt-1", at("2030-03-04T10:00:00-06:00"), at("2030-03-04T10:30:00-06:00")); !errors.Is(err, core.ErrInsufficientScope) {
 			t.Fatalf("reschedule: %v", err)
 		}
 	}
@@ -976,7 +1000,7 @@ func TestAppointments_NeedScopes(t *testing.T) {
 	if _, err := s.Agent(none, "dr-1"); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	if _, err := s.Availability(none, "dr-1", "2030-03-04", "2030-03-04", 30); err != nil {
+	if _, err := s.Availability(none, "dr-1", day("2030-03-04"), day("2030-03-04"), 30); err != nil {
 		t.Fatalf("availability: %v", err)
 	}
 }
@@ -1026,7 +1050,7 @@ func TestAppointments_APatientReachesOnlyItsOwn(t *testing.T) {
 		if _, err := s.Cancel(ana, id, ""); !errors.Is(err, ErrAppointmentNotFound) {
 			t.Fatalf("ana cancels %s: %v", id, err)
 		}
-		if _, err := s.Reschedule(ana, id, "2030-03-06T09:00:00-06:00", "2030-03-06T09:30:00-06:00"); !errors.Is(err, ErrAppointmentNotFound) {
+		if _, err := s.Reschedule(ana, id, at("2030-03-06T09:00:00-06:00"), at("2030-03-06T09:30:00-06:00")); !errors.Is(err, ErrAppointmentNotFound) {
 			t.Fatalf("ana moves %s: %v", id, err)
 		}
 	}
@@ -1036,7 +1060,7 @@ func TestAppointments_APatientReachesOnlyItsOwn(t *testing.T) {
 	if a, err := s.Cancel(ana, a1.ID, ""); err != nil || a.Status != StatusCancelled {
 		t.Fatalf("ana cancels her own: %+v %v", a, err)
 	}
-	if _, err := s.Reschedule(ana, a2.ID, "2030-03-06T09:00:00-06:00", "2030-03-06T09:30:00-06:00"); err != nil {
+	if _, err := s.Reschedule(ana, a2.ID, at("2030-03-06T09:00:00-06:00"), at("2030-03-06T09:30:00-06:00")); err != nil {
 		t.Fatalf("ana moves her own: %v", err)
 	}
 	// Staff reach every appointment.

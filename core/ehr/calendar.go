@@ -139,25 +139,23 @@ type Availability struct {
 }
 
 // Availability returns the agent's free slots of duration minutes between
-// the dates from and to (YYYY-MM-DD, inclusive, in the agent's time zone;
-// at most 31 days). Days are cut at local midnight, so a day that DST
-// shortens or lengthens has 23 or 25 hours.
-func (s *Scheduling) Availability(ctx context.Context, agentID, fromS, toS string, minutes int) (Availability, error) {
+// the dates from and to (inclusive, in the agent's time zone; at most 31
+// days). Days are cut at local midnight, so a day that DST shortens or
+// lengthens has 23 or 25 hours.
+func (s *Scheduling) Availability(ctx context.Context, agentID string, from, to Date, minutes int) (Availability, error) {
 	sch, err := s.authorized(ctx)
 	if err != nil {
 		return Availability{}, err
 	}
 	var f fieldErrors
-	from, errFrom := time.Parse(time.DateOnly, fromS)
-	to, errTo := time.Parse(time.DateOnly, toS)
-	if errFrom != nil {
+	if !from.valid() {
 		f.add("from", "must be a date YYYY-MM-DD")
 	}
-	if errTo != nil {
+	if !to.valid() {
 		f.add("to", "must be a date YYYY-MM-DD")
 	}
-	if errFrom == nil && errTo == nil {
-		switch days := int(to.Sub(from).Hours()/24) + 1; {
+	if from.valid() && to.valid() {
+		switch days := int(to.midnight(time.UTC, 0).Sub(from.midnight(time.UTC, 0)).Hours()/24) + 1; {
 		case days < 1:
 			f.add("to", "must not be before from")
 		case days > MaxAvailabilityDays:
@@ -181,8 +179,7 @@ func (s *Scheduling) Availability(ctx context.Context, agentID, fromS, toS strin
 	if err != nil || agent.Timezone == "" {
 		loc = time.UTC
 	}
-	start := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, loc)
-	end := time.Date(to.Year(), to.Month(), to.Day()+1, 0, 0, 0, 0, loc)
+	start, end := from.midnight(loc, 0), to.midnight(loc, 1)
 	free, err := sch.FreePeriods(ctx, agent.ID, start, end)
 	if err != nil {
 		return Availability{}, err

@@ -51,14 +51,14 @@ func (s *Scheduling) changed(ctx context.Context, t core.EventType, a Appointmen
 // Reschedule moves appointment id, with the checks of a booking; a
 // cancelled one is a conflict. The new time is held while the EHR answers,
 // as a booking's is.
-func (s *Scheduling) Reschedule(ctx context.Context, id, startS, endS string) (Appointment, error) {
+func (s *Scheduling) Reschedule(ctx context.Context, id string, start, end Instant) (Appointment, error) {
 	c, err := s.mayChange(ctx, id)
 	if err != nil {
 		return Appointment{}, err
 	}
 	sch := c.sch
 	var f fieldErrors
-	start, end := s.parsePeriod(startS, endS, 0, &f)
+	p := s.period(start, end, 0, &f)
 	if err := f.err(); err != nil {
 		return Appointment{}, err
 	}
@@ -69,17 +69,17 @@ func (s *Scheduling) Reschedule(ctx context.Context, id, startS, endS string) (A
 	if a.Status == StatusCancelled {
 		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", id)
 	}
-	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: start, End: end, Subject: c.Subject, Business: c.business, AppointmentID: id}
+	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: p.Start, End: p.End, Subject: c.Subject, Business: c.business, AppointmentID: id}
 	if err := s.holds.Take(ctx, h, holdLease); err != nil {
 		return Appointment{}, err
 	}
 	defer s.release(ctx, h)
 	call, cancel := context.WithTimeout(ctx, callBudget)
 	defer cancel()
-	if err := s.checkFree(call, sch, a.AgentID, start, end, &Period{Start: a.Start, End: a.End}); err != nil {
+	if err := s.checkFree(call, sch, a.AgentID, p.Start, p.End, &Period{Start: a.Start, End: a.End}); err != nil {
 		return Appointment{}, err
 	}
-	moved, err := sch.RescheduleAppointment(call, id, start, end)
+	moved, err := sch.RescheduleAppointment(call, id, p.Start, p.End)
 	if err != nil {
 		return Appointment{}, err
 	}

@@ -79,7 +79,7 @@ func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reschedule(caller("u"), b.Appointment.ID, "2030-03-04T10:00:00-06:00", "2030-03-04T10:30:00-06:00"); err != nil {
+	if _, err := s.Reschedule(caller("u"), b.Appointment.ID, at("2030-03-04T10:00:00-06:00"), at("2030-03-04T10:30:00-06:00")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, cancelReason); err != nil {

@@ -61,7 +61,7 @@ func TestLogValue_PatientDataIsRedacted(t *testing.T) {
 		{"search request", SearchRequest{Query: "MarkerGiven MarkerFamily 1911-11-11", SearchType: "patient_record",
 			UpdatedFrom: updated, UpdatedTo: updated, Location: "site-1", Page: PageRequest{Page: 2, Limit: 10}},
 			[]string{`"searchType":"patient_record"`, `"page":2`}},
-		{"booking request", BookingRequest{AgentID: "agent-id-1", Start: "2030-01-01T09:00:00Z", DurationMinutes: 30, Reason: "MarkerReason",
+		{"booking request", BookingRequest{AgentID: "agent-id-1", Start: at("2030-01-01T09:00:00Z"), DurationMinutes: 30, Reason: "MarkerReason",
 			Patient: markerContact(), IdempotencyKey: "k"}, []string{`"agentId":"agent-id-1"`}},
 		{"patient query", PatientQuery{Text: "MarkerText", Family: "MarkerFamily", Given: "MarkerGiven", BirthDate: "1911-11-11",
 			Gender: "MarkerGender", Identifier: "urn:marker|MarkerMRN", Phone: "MarkerPhone", Max: 50},
