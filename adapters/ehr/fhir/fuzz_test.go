@@ -3,6 +3,7 @@ package fhir
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +82,79 @@ func TestClip(t *testing.T) {
 	if len(long) > maxDetail+len("…") || !utf8.ValidString(long) {
 		t.Errorf("clip of a long text = %d bytes, valid %v", len(long), utf8.ValidString(long))
 	}
+}
+
+func FuzzToRecord(f *testing.F) {
+	for _, typ := range ehr.ClinicalTypes {
+		f.Add(string(typ), []byte(`{"resourceType":"`+string(typ)+`","id":"1"}`))
+	}
+	for _, seed := range []string{
+		``,
+		`null`,
+		`[]`,
+		`{}`,
+		`{"resourceType":"Observation","id":"o","valueQuantity":{"value":5.40,"code":"%"},"subject":{"reference":"Patient/"}}`,
+		`{"resourceType":"Observation","id":"o","valueQuantity":{"value":"1e400"},"valueString":null,"valueCodeableConcept":{"coding":[]}}`,
+		`{"resourceType":"Encounter","id":"e","class":null,"type":[{}],"period":{"start":7}}`,
+		`{"resourceType":"Condition","id":"c","clinicalStatus":{"coding":[null]},"onsetPeriod":null,"subject":{"reference":"/Patient//_history/"}}`,
+		`{"resourceType":"DocumentReference","id":"d","content":[{"attachment":{"size":-1,"url":"u","data":"ZA=="}},null]}`,
+		`{"resourceType":"DocumentReference","id":"d","content":[{"attachment":{"size":"12"}}]}`,
+		`{"resourceType":"OperationOutcome","issue":[{"diagnostics":"x"}]}`,
+		`{"resourceType":"Immunization","id":"i","meta":{"lastUpdated":"2024-01-01T00:00:00+14:00"}}`,
+	} {
+		f.Add("Observation", []byte(seed))
+		f.Add("DocumentReference", []byte(seed))
+	}
+	f.Add("Patient", []byte(`{"resourceType":"Patient","id":"1"}`))
+	f.Fuzz(func(t *testing.T, typ string, raw []byte) {
+		ct := ehr.ClinicalType(typ)
+		r, err := toRecord(ct, raw)
+		if !isClinical(ct) {
+			if err == nil {
+				t.Fatalf("type %q converted", typ)
+			}
+			return
+		}
+		if err != nil {
+			var de *decodeError
+			if !errors.As(err, &de) || de.msg == "" {
+				t.Fatalf("error %v is not a *decodeError with a message", err)
+			}
+			if !utf8.ValidString(de.msg) {
+				t.Fatalf("message %q is not UTF-8", de.msg)
+			}
+			if !reflect.DeepEqual(r, ehr.Record{}) {
+				t.Fatal("record alongside an error")
+			}
+			return
+		}
+		if !json.Valid(raw) {
+			t.Fatal("invalid JSON accepted")
+		}
+		if r.Type != ct || r.ID == "" || r.ID != strings.TrimSpace(r.ID) {
+			t.Fatalf("type %q, id %q", r.Type, r.ID)
+		}
+		if r.Value != nil && (ct != ehr.TypeObservation || (r.Value.Quantity != nil && r.Value.Quantity.Value == "")) {
+			t.Fatalf("value %+v on %s", r.Value, ct)
+		}
+		if r.Attachment != nil && ct != ehr.TypeDocumentReference {
+			t.Fatalf("attachment on %s", ct)
+		}
+		if r.Attachment != nil && r.Attachment.Size != nil && *r.Attachment.Size < 0 {
+			t.Fatalf("size %d", *r.Attachment.Size)
+		}
+		if !r.LastUpdated.IsZero() && r.LastUpdated.Location() != time.UTC {
+			t.Fatalf("last updated %v not in UTC", r.LastUpdated)
+		}
+		_, _ = recordDateParam(ct)
+	})
+}
+
+func isClinical(t ehr.ClinicalType) bool {
+	for _, c := range ehr.ClinicalTypes {
+		if c == t {
+			return true
+		}
+	}
+	return false
 }
