@@ -38,3 +38,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// WithoutRecords makes the bot answer records.search with unknown_action
+// (see wsbotserver.WithoutRecords).
+func WithoutRecords() Option { return wsbotserver.WithoutRecords() }

@@ -14,8 +14,11 @@ import (
 func (c *Client) protocolError(action string, pe *wireError) error {
 	cause := &peerError{code: pe.Code, message: pe.Message}
 	msg := clip(pe.Message)
-	search := action == c.searchAction
+	search := action == c.searchAction || action == actionSearchRecords
 	switch {
+	case pe.Code == "unknown_action" && action == actionSearchRecords:
+		return &core.Error{Kind: core.KindBadGateway, Code: codeRecordTypeNotSupported,
+			Message: c.name + " cannot search clinical records", Err: cause}
 	case pe.Code == "unauthorized":
 		return &core.Error{Kind: core.KindBadGateway, Code: "ehr_unauthorized",
 			Message: c.name + " refused the credentials", Err: cause}

@@ -12,3 +12,6 @@ func SetNetDial(c *Client, dial func(ctx context.Context, network, addr string) 
 	c.dialer.NetDialContext = dial
 	c.dialer.Proxy = nil
 }
+
+// SetMaxRecords lowers the bound of SearchRecords (MaxRecords) for a test.
+func SetMaxRecords(c *Client, n int) { c.maxRecords = n }

@@ -70,3 +70,41 @@ func FuzzResults(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRecordItems feeds arbitrary records.search results to the item
+// converter: no panic; a record read is of the type and person asked, and
+// its value is nil, a string, or a quantity whose decimal is a JSON number.
+func FuzzRecordItems(f *testing.F) {
+	for _, seed := range []string{
+		``, `null`, `{}`, `{"items":null}`, `{"items":[null]}`,
+		`{"items":[{"id":"r1","type":"Observation","patientId":"p1","date":"2024-03-01","status":"final","code":{"system":"http://loinc.org","code":"2345-7","display":"Glucose"},"text":"Glucose","value":{"value":5.40,"unit":"mmol/L"}}],"totalCount":1,"page":1,"limit":100}`,
+		`{"items":[{"id":"r2","value":"negative"},{"id":"r3","value":null},{"id":"r4","value":{"value":null,"unit":"mg"}}]}`,
+		`{"items":[{"id":"r5","value":true},{"value":5},{"value":[1]},{"value":{"value":"5"}},{"value":{"value":-1e3}}]}`,
+		`{"items":[{"type":"Condition","patientId":"p2"},{"code":null,"date":"bad"}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	q := ehr.RecordQuery{Type: ehr.TypeObservation, PatientID: "p1"}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var list wireList[wireRecord]
+		if json.Unmarshal(body, &list) != nil {
+			return
+		}
+		for _, w := range list.Items {
+			r, err := recordFromWire(w, q)
+			if err != nil {
+				continue
+			}
+			if r.Type != q.Type || r.PatientID != q.PatientID {
+				t.Fatalf("record of %s/%s; asked %s/%s", r.Type, r.PatientID, q.Type, q.PatientID)
+			}
+			if v := r.Value; v != nil && v.Quantity != nil {
+				var n json.Number
+				if v.String != "" || json.Unmarshal([]byte(v.Quantity.Value), &n) != nil || n.String() != v.Quantity.Value ||
+					v.Quantity.Value[0] == '"' {
+					t.Fatalf("quantity %+v is not a decimal as written", v)
+				}
+			}
+		}
+	})
+}

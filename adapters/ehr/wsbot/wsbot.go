@@ -3,8 +3,8 @@
 // {id, type:"request", action, payload} is answered by
 // {id, type:"response", ok, result | error{code, message}}) over one
 // WebSocket link per Client, and implements ehr.Scheduler and
-// ehr.PatientSearcher. Wire types never leave the package; failures become
-// *core.Error.
+// ehr.PatientSearcher; SearchRecords reads clinical records. Wire types
+// never leave the package; failures become *core.Error.
 //
 // The link:
 //   - is opened lazily by the first call, with the handshake headers of
@@ -51,8 +51,9 @@
 // message; unauthorized → KindBadGateway "ehr_unauthorized" (so does a
 // handshake refused with HTTP 401 or 403); unknown_action → KindBadGateway
 // "ehr_unknown_action"; any other code → KindBadGateway "ehr_error". For
-// SearchPatients every protocol error is KindBadGateway (the
-// PatientSearcher port's kinds). Messages name the EHR system, never a
+// SearchPatients and SearchRecords every protocol error is KindBadGateway
+// (the PatientSearcher port's kinds); for SearchRecords, unknown_action is
+// "record_type_not_supported" (the bot cannot search records). Messages name the EHR system, never a
 // credential.
 //
 // With Config.Metrics set, the client reports its link's state (up when a
@@ -170,6 +171,7 @@ type Client struct {
 	cb           *ehrclient.Breaker
 	log          *slog.Logger
 	metrics      Metrics // nil: none
+	maxRecords   int     // MaxRecords; smaller in tests
 	idPrefix     string
 	seq          atomic.Uint64
 
@@ -213,6 +215,7 @@ func New(cfg Config) (*Client, error) {
 		header:       cfg.Header,
 		log:          cfg.Logger,
 		metrics:      cfg.Metrics,
+		maxRecords:   MaxRecords,
 	}
 	if c.searchAction == "" {
 		c.searchAction = DefaultSearchAction

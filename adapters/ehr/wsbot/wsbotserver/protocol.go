@@ -131,11 +131,12 @@ var actions = map[string]func(*Server, json.RawMessage) (any, *protoError){
 	"appointments.cancel":     (*Server).cancel,
 	"appointments.reschedule": (*Server).reschedule,
 	"patients.search":         (*Server).searchPatients,
+	actionSearchRecords:       (*Server).searchRecords,
 }
 
 func (s *Server) handle(action string, payload json.RawMessage) (any, *protoError) {
 	h, ok := actions[action]
-	if !ok {
+	if !ok || action == actionSearchRecords && s.noRecords {
 		return nil, fail(CodeUnknownAction, "unknown action %q", action)
 	}
 	return h(s, payload)

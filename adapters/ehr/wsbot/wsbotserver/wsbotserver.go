@@ -13,8 +13,8 @@
 //
 // Actions (payloads and results as in the contract): appointments.create,
 // appointments.list, appointments.get, appointments.cancel,
-// appointments.reschedule, agents.list, agents.get, agents.availability and
-// patients.search. Error codes: not_found, agent_unavailable (a booking
+// appointments.reschedule, agents.list, agents.get, agents.availability,
+// patients.search and records.search (unless WithoutRecords). Error codes: not_found, agent_unavailable (a booking
 // that overlaps a booked appointment or falls outside the agent's free
 // time), conflict (cancelling or rescheduling a cancelled appointment),
 // invalid (a malformed frame or payload), unauthorized (see
@@ -33,7 +33,15 @@
 //   - agents.list: name is a case-insensitive "contains" on the name,
 //     specialty a case-insensitive match, locationId one of the agent's;
 //   - patients.search: every word of query must occur (case-insensitive)
-//     in the patient's name; identifier is "value" or "system|value".
+//     in the patient's name; identifier is "value" or "system|value";
+//   - records.search: patientId and type (one of the nine FHIR type names)
+//     are required (else invalid), an unknown patient has no records; from
+//     and to are dates (YYYY-MM-DD, else invalid), inclusive by the day as
+//     the record's date is written (ehr.InDateRange: a partial date is kept
+//     when it overlaps the range, an undated record only without a range);
+//     records come newest first by their date compared as text (undated
+//     last), then by id; a quantity's value is a JSON number (see
+//     AddRecord for the malformed one).
 package wsbotserver
 
 import (
@@ -96,6 +104,7 @@ type Server struct {
 	closed      bool
 	auth        string
 	inBand      bool
+	noRecords   bool // records.search answers unknown_action
 	delays      map[string]time.Duration
 	silent      map[string]bool // actions carried out but never answered
 	ignorePings bool
@@ -113,6 +122,7 @@ type Server struct {
 	order    []string // agent ids in the order added
 	appts    map[string]*appointment
 	patients []ehr.Patient
+	records  map[string][]recordJSON // by patient id, in the order added
 }
 
 type agent struct {
