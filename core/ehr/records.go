@@ -75,62 +75,10 @@ type SourceRecords struct {
 // of different precision and offsets), undated last, then by the record
 // type's client name, then by id.
 func MergeRecords(sets []SourceRecords, personID func(source, patientID string) string) []RecordItem {
-	type entry struct {
-		set  int
-		rec  Record
-		date recordDate
-		ok   bool // date well formed
-	}
-	seen := map[string]bool{}
-	groups := map[string][][]entry{} // merge key → per set, its entries
-	var keys []string
-	var single [][]entry
-	for si, set := range sets {
-		for _, r := range set.Records {
-			dup := set.Source + "\x00" + string(r.Type) + "\x00" + r.ID
-			if seen[dup] {
-				continue
-			}
-			seen[dup] = true
-			e := entry{set: si, rec: r}
-			e.date, e.ok = parseRecordDate(r.Date)
-			person := personID(set.Source, r.PatientID)
-			if !e.ok || person == "" || r.Code.System == "" || r.Code.Code == "" {
-				single = append(single, []entry{e})
-				continue
-			}
-			k := string(r.Type) + "\x00" + person + "\x00" + r.Code.System + "\x00" + r.Code.Code + "\x00" + e.date.written
-			g, ok := groups[k]
-			if !ok {
-				keys = append(keys, k)
-				g = make([][]entry, len(sets))
-				groups[k] = g
-			}
-			g[si] = append(g[si], e)
-		}
-	}
-
-	items := make([]RecordItem, 0, len(single)+len(keys))
-	for _, k := range keys {
-		perSet := groups[k]
-		n := 0
-		for _, es := range perSet {
-			slices.SortFunc(es, func(a, b entry) int {
-				return cmp.Or(a.date.at.Compare(b.date.at), cmp.Compare(a.rec.Date, b.rec.Date), cmp.Compare(a.rec.ID, b.rec.ID))
-			})
-			n = max(n, len(es))
-		}
-		for i := range n {
-			var group []entry
-			for _, es := range perSet {
-				if i < len(es) {
-					group = append(group, es[i])
-				}
-			}
-			single = append(single, group)
-		}
-	}
-	for _, group := range single {
+	g := groupRecords(sets, personID)
+	groups := g.pairs()
+	items := make([]RecordItem, 0, len(groups))
+	for _, group := range groups {
 		recs := make([]Record, len(group))
 		srcs := make([]string, len(group))
 		for i, e := range group {
@@ -140,6 +88,82 @@ func MergeRecords(sets []SourceRecords, personID func(source, patientID string) 
 	}
 	sortRecordItems(items)
 	return items
+}
+
+// recordEntry is one record of one set, with its date parsed.
+type recordEntry struct {
+	set  int
+	rec  Record
+	date recordDate
+	ok   bool // date well formed
+}
+
+// recordGroups are the records sorted for merging: those that may merge
+// by merge key (per set, its entries) in the order the keys were met, and
+// those that never merge.
+type recordGroups struct {
+	byKey  map[string][][]recordEntry
+	keys   []string
+	single [][]recordEntry
+}
+
+// groupRecords sorts the records of sets into merge groups, taking a
+// record a system returned twice once.
+func groupRecords(sets []SourceRecords, personID func(source, patientID string) string) recordGroups {
+	g := recordGroups{byKey: map[string][][]recordEntry{}}
+	seen := map[string]bool{}
+	for si, set := range sets {
+		for _, r := range set.Records {
+			dup := set.Source + "\x00" + string(r.Type) + "\x00" + r.ID
+			if seen[dup] {
+				continue
+			}
+			seen[dup] = true
+			e := recordEntry{set: si, rec: r}
+			e.date, e.ok = parseRecordDate(r.Date)
+			person := personID(set.Source, r.PatientID)
+			if !e.ok || person == "" || r.Code.System == "" || r.Code.Code == "" {
+				g.single = append(g.single, []recordEntry{e})
+				continue
+			}
+			k := string(r.Type) + "\x00" + person + "\x00" + r.Code.System + "\x00" + r.Code.Code + "\x00" + e.date.written
+			bySet, ok := g.byKey[k]
+			if !ok {
+				g.keys = append(g.keys, k)
+				bySet = make([][]recordEntry, len(sets))
+				g.byKey[k] = bySet
+			}
+			bySet[si] = append(bySet[si], e)
+		}
+	}
+	return g
+}
+
+// pairs are the items to be: each record that never merges on its own,
+// and per merge key the i-th record of every set together (by time, then
+// id), so two records of one system never merge with each other.
+func (g recordGroups) pairs() [][]recordEntry {
+	out := g.single
+	for _, k := range g.keys {
+		perSet := g.byKey[k]
+		n := 0
+		for _, es := range perSet {
+			slices.SortFunc(es, func(a, b recordEntry) int {
+				return cmp.Or(a.date.at.Compare(b.date.at), cmp.Compare(a.rec.Date, b.rec.Date), cmp.Compare(a.rec.ID, b.rec.ID))
+			})
+			n = max(n, len(es))
+		}
+		for i := range n {
+			var group []recordEntry
+			for _, es := range perSet {
+				if i < len(es) {
+					group = append(group, es[i])
+				}
+			}
+			out = append(out, group)
+		}
+	}
+	return out
 }
 
 // sortRecordItems sorts items as compareRecordItems does, reading each

@@ -128,71 +128,89 @@ func toRecord(t ehr.ClinicalType, raw json.RawMessage) (ehr.Record, error) {
 	)
 	switch t {
 	case ehr.TypeEncounter:
-		r, err = convertRecord(t, raw, func(e encounterResource) (recordBase, ehr.Record) {
-			cc := codeableConcept{Coding: []coding{e.Class}}
-			if len(e.Type) > 0 {
-				cc.Text = e.Type[0].Text
-				if len(e.Type[0].Coding) > 0 {
-					cc.Coding = e.Type[0].Coding
-				}
-			}
-			return e.recordBase, ehr.Record{PatientID: patientID(e.Subject), Date: e.Period.Start, Status: e.Status,
-				Code: firstCoding(cc), Text: recordText(cc)}
-		})
+		r, err = convertRecord(t, raw, fromEncounter)
 	case ehr.TypeCondition:
-		r, err = convertRecord(t, raw, func(c conditionResource) (recordBase, ehr.Record) {
-			return c.recordBase, ehr.Record{PatientID: patientID(c.Subject),
-				Date:   firstDate(c.OnsetDateTime, c.OnsetPeriod.Start, c.RecordedDate),
-				Status: firstCoding(c.ClinicalStatus).Code, Code: firstCoding(c.Code), Text: recordText(c.Code)}
-		})
+		r, err = convertRecord(t, raw, fromCondition)
 	case ehr.TypeObservation:
-		r, err = convertRecord(t, raw, func(o observationResource) (recordBase, ehr.Record) {
-			return o.recordBase, ehr.Record{PatientID: patientID(o.Subject),
-				Date:   firstDate(o.EffectiveDateTime, o.EffectivePeriod.Start, o.Issued),
-				Status: o.Status, Code: firstCoding(o.Code), Text: recordText(o.Code), Value: observationValue(o)}
-		})
+		r, err = convertRecord(t, raw, fromObservation)
 	case ehr.TypeMedicationRequest:
-		r, err = convertRecord(t, raw, func(m medicationRequestResource) (recordBase, ehr.Record) {
-			return m.recordBase, ehr.Record{PatientID: patientID(m.Subject), Date: m.AuthoredOn, Status: m.Status,
-				Code: firstCoding(m.Medication), Text: recordText(m.Medication)}
-		})
+		r, err = convertRecord(t, raw, fromMedicationRequest)
 	case ehr.TypeAllergyIntolerance:
-		r, err = convertRecord(t, raw, func(a allergyIntoleranceResource) (recordBase, ehr.Record) {
-			return a.recordBase, ehr.Record{PatientID: patientID(a.Patient), Date: firstDate(a.RecordedDate, a.OnsetDateTime),
-				Status: firstCoding(a.ClinicalStatus).Code, Code: firstCoding(a.Code), Text: recordText(a.Code)}
-		})
+		r, err = convertRecord(t, raw, fromAllergyIntolerance)
 	case ehr.TypeImmunization:
-		r, err = convertRecord(t, raw, func(i immunizationResource) (recordBase, ehr.Record) {
-			return i.recordBase, ehr.Record{PatientID: patientID(i.Patient), Date: i.OccurrenceDateTime, Status: i.Status,
-				Code: firstCoding(i.VaccineCode), Text: recordText(i.VaccineCode)}
-		})
+		r, err = convertRecord(t, raw, fromImmunization)
 	case ehr.TypeProcedure:
-		r, err = convertRecord(t, raw, func(p procedureResource) (recordBase, ehr.Record) {
-			return p.recordBase, ehr.Record{PatientID: patientID(p.Subject),
-				Date:   firstDate(p.PerformedDateTime, p.PerformedPeriod.Start),
-				Status: p.Status, Code: firstCoding(p.Code), Text: recordText(p.Code)}
-		})
+		r, err = convertRecord(t, raw, fromProcedure)
 	case ehr.TypeDocumentReference:
-		r, err = convertRecord(t, raw, func(d documentReferenceResource) (recordBase, ehr.Record) {
-			out := ehr.Record{PatientID: patientID(d.Subject), Date: firstDate(d.Date, d.Context.Period.Start),
-				Status: d.Status, Code: firstCoding(d.Type), Text: recordText(d.Type)}
-			if len(d.Content) > 0 {
-				a := d.Content[0].Attachment
-				out.Attachment = &ehr.Attachment{ContentType: strings.TrimSpace(a.ContentType),
-					Title: strings.TrimSpace(a.Title), Size: attachmentSize(a.Size)}
-			}
-			return d.recordBase, out
-		})
+		r, err = convertRecord(t, raw, fromDocumentReference)
 	case ehr.TypeDiagnosticReport:
-		r, err = convertRecord(t, raw, func(d diagnosticReportResource) (recordBase, ehr.Record) {
-			return d.recordBase, ehr.Record{PatientID: patientID(d.Subject),
-				Date:   firstDate(d.EffectiveDateTime, d.EffectivePeriod.Start, d.Issued),
-				Status: d.Status, Code: firstCoding(d.Code), Text: recordText(d.Code)}
-		})
+		r, err = convertRecord(t, raw, fromDiagnosticReport)
 	default:
 		return ehr.Record{}, fmt.Errorf("fhir: %q is not a clinical record type", clipN(string(t), 64))
 	}
 	return r, err
+}
+
+func fromEncounter(e encounterResource) (recordBase, ehr.Record) {
+	cc := codeableConcept{Coding: []coding{e.Class}}
+	if len(e.Type) > 0 {
+		cc.Text = e.Type[0].Text
+		if len(e.Type[0].Coding) > 0 {
+			cc.Coding = e.Type[0].Coding
+		}
+	}
+	return e.recordBase, ehr.Record{PatientID: patientID(e.Subject), Date: e.Period.Start, Status: e.Status,
+		Code: firstCoding(cc), Text: recordText(cc)}
+}
+
+func fromCondition(c conditionResource) (recordBase, ehr.Record) {
+	return c.recordBase, ehr.Record{PatientID: patientID(c.Subject),
+		Date:   firstDate(c.OnsetDateTime, c.OnsetPeriod.Start, c.RecordedDate),
+		Status: firstCoding(c.ClinicalStatus).Code, Code: firstCoding(c.Code), Text: recordText(c.Code)}
+}
+
+func fromObservation(o observationResource) (recordBase, ehr.Record) {
+	return o.recordBase, ehr.Record{PatientID: patientID(o.Subject),
+		Date:   firstDate(o.EffectiveDateTime, o.EffectivePeriod.Start, o.Issued),
+		Status: o.Status, Code: firstCoding(o.Code), Text: recordText(o.Code), Value: observationValue(o)}
+}
+
+func fromMedicationRequest(m medicationRequestResource) (recordBase, ehr.Record) {
+	return m.recordBase, ehr.Record{PatientID: patientID(m.Subject), Date: m.AuthoredOn, Status: m.Status,
+		Code: firstCoding(m.Medication), Text: recordText(m.Medication)}
+}
+
+func fromAllergyIntolerance(a allergyIntoleranceResource) (recordBase, ehr.Record) {
+	return a.recordBase, ehr.Record{PatientID: patientID(a.Patient), Date: firstDate(a.RecordedDate, a.OnsetDateTime),
+		Status: firstCoding(a.ClinicalStatus).Code, Code: firstCoding(a.Code), Text: recordText(a.Code)}
+}
+
+func fromImmunization(i immunizationResource) (recordBase, ehr.Record) {
+	return i.recordBase, ehr.Record{PatientID: patientID(i.Patient), Date: i.OccurrenceDateTime, Status: i.Status,
+		Code: firstCoding(i.VaccineCode), Text: recordText(i.VaccineCode)}
+}
+
+func fromProcedure(p procedureResource) (recordBase, ehr.Record) {
+	return p.recordBase, ehr.Record{PatientID: patientID(p.Subject),
+		Date:   firstDate(p.PerformedDateTime, p.PerformedPeriod.Start),
+		Status: p.Status, Code: firstCoding(p.Code), Text: recordText(p.Code)}
+}
+
+func fromDocumentReference(d documentReferenceResource) (recordBase, ehr.Record) {
+	out := ehr.Record{PatientID: patientID(d.Subject), Date: firstDate(d.Date, d.Context.Period.Start),
+		Status: d.Status, Code: firstCoding(d.Type), Text: recordText(d.Type)}
+	if len(d.Content) > 0 {
+		a := d.Content[0].Attachment
+		out.Attachment = &ehr.Attachment{ContentType: strings.TrimSpace(a.ContentType),
+			Title: strings.TrimSpace(a.Title), Size: attachmentSize(a.Size)}
+	}
+	return d.recordBase, out
+}
+
+func fromDiagnosticReport(d diagnosticReportResource) (recordBase, ehr.Record) {
+	return d.recordBase, ehr.Record{PatientID: patientID(d.Subject),
+		Date:   firstDate(d.EffectiveDateTime, d.EffectivePeriod.Start, d.Issued),
+		Status: d.Status, Code: firstCoding(d.Code), Text: recordText(d.Code)}
 }
 
 // convertRecord decodes raw as a T and lets conv pick the type's elements;
