@@ -23,8 +23,9 @@ import (
 // repeated parameters as AND, ge/gt/le/lt on dates, _count/_offset paging
 // with next links and _revinclude=PractitionerRole:practitioner), read,
 // create (with If-None-Exist) and update (with If-Match) of Practitioner,
-// PractitionerRole, Schedule, Slot and Appointment. An unknown search
-// parameter is a 400, as on a strict server.
+// PractitionerRole, Schedule, Slot and Appointment; search of
+// MedicationRequest and Condition by patient (and authoredon). An unknown
+// search parameter is a 400, as on a strict server.
 type fakeFHIR struct {
 	*httptest.Server
 	t *testing.T
@@ -407,6 +408,13 @@ var searchParams = map[string]map[string]matcher{
 		"status":   func(res map[string]any, v string) bool { return res["status"] == v },
 		"start":    func(res map[string]any, v string) bool { return compareDate(res["start"], v) },
 	},
+	"MedicationRequest": {
+		"patient":    func(res map[string]any, v string) bool { return ref(res, "subject") == "Patient/"+v },
+		"authoredon": func(res map[string]any, v string) bool { return compareDate(res["authoredOn"], v) },
+	},
+	"Condition": {
+		"patient": func(res map[string]any, v string) bool { return ref(res, "subject") == "Patient/"+v },
+	},
 	"Appointment": {
 		"actor": func(res map[string]any, v string) bool {
 			for _, p := range list(res["participant"]) {
@@ -454,10 +462,10 @@ func refs(v any) []string {
 }
 
 // compareDate applies a prefixed date search value (ge, gt, le, lt, eq) to
-// an instant.
+// an instant (a date, or a date value, is its midnight UTC).
 func compareDate(field any, v string) bool {
 	s, _ := field.(string)
-	at, err := time.Parse(time.RFC3339Nano, s)
+	at, err := parseInstant(s)
 	if err != nil {
 		return false
 	}
@@ -465,7 +473,7 @@ func compareDate(field any, v string) bool {
 	if len(v) > 2 && v[0] >= 'a' && v[0] <= 'z' {
 		prefix, v = v[:2], v[2:]
 	}
-	bound, err := time.Parse(time.RFC3339Nano, v)
+	bound, err := parseInstant(v)
 	if err != nil {
 		return false
 	}
@@ -481,4 +489,11 @@ func compareDate(field any, v string) bool {
 	default:
 		return at.Equal(bound)
 	}
+}
+
+func parseInstant(s string) (time.Time, error) {
+	if len(s) == len(time.DateOnly) {
+		return time.Parse(time.DateOnly, s)
+	}
+	return time.Parse(time.RFC3339Nano, s)
 }

@@ -1,0 +1,199 @@
+package fhir_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/carebridge/carebridge/adapters/ehr/fhir"
+	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/ehr"
+)
+
+// newRecordClient returns a Client on f through a testDoer.
+func newRecordClient(t *testing.T, f *fakeFHIR) *fhir.Client {
+	t.Helper()
+	base, err := url.Parse(f.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fhir.New(&testDoer{name: "clinic-a", base: base, client: f.Client()}, "")
+}
+
+func addRecord(f *fakeFHIR, typ, patient, date string) string {
+	res := map[string]any{
+		"resourceType": typ,
+		"subject":      map[string]any{"reference": "Patient/" + patient},
+		"code":         map[string]any{"text": "Synthetic"},
+	}
+	switch typ {
+	case "MedicationRequest":
+		res["authoredOn"] = date
+	case "Condition":
+		res["onsetDateTime"] = date
+	}
+	return f.add(res)
+}
+
+func recordIDs(t *testing.T, recs []ehr.Record, typ ehr.ClinicalType) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range recs {
+		if r.Type != typ || r.PatientID != "p1" {
+			t.Errorf("record %+v", r)
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+var spring2024 = ehr.RecordQuery{PatientID: "p1",
+	From: ehr.Date{Year: 2024, Month: time.March, Day: 1}, To: ehr.Date{Year: 2024, Month: time.June, Day: 30}}
+
+func TestSearchRecords_FollowsPagesWithDatesOneDayWider(t *testing.T) {
+	f := newFakeFHIR(t)
+	f.pageSize = 2
+	var want []string
+	for _, d := range []string{"2024-02-29", "2024-03-01", "2024-04-10", "2024-05-20", "2024-06-30", "2024-07-01"} {
+		want = append(want, addRecord(f, "MedicationRequest", "p1", d))
+	}
+	addRecord(f, "MedicationRequest", "p1", "2024-02-28") // before the wider range
+	addRecord(f, "MedicationRequest", "p1", "2024-07-02") // after it
+	addRecord(f, "MedicationRequest", "p2", "2024-04-10") // another person's
+
+	q := spring2024
+	q.Type = ehr.TypeMedicationRequest
+	recs, err := newRecordClient(t, f).SearchRecords(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := recordIDs(t, recs, ehr.TypeMedicationRequest); !slices.Equal(ids, want) {
+		t.Errorf("ids %v, want %v", ids, want)
+	}
+	reqs := f.gotRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("requests %v, want 3 pages", f.got())
+	}
+	first := reqs[0].URL
+	if first.Path != "/MedicationRequest" {
+		t.Errorf("path %s", first.Path)
+	}
+	v := first.Query()
+	if v.Get("patient") != "p1" || v.Get("_count") != "100" {
+		t.Errorf("first request %s", first.RequestURI())
+	}
+	if got, want := v["authoredon"], []string{"ge2024-02-29", "le2024-07-01"}; !slices.Equal(got, want) {
+		t.Errorf("authoredon %v, want %v", got, want)
+	}
+}
+
+// Condition's onset-date misses a Condition dated by recordedDate: no date
+// parameter is sent (the fake answers 400 to any it does not know).
+func TestSearchRecords_NoDateParameterWhereItDoesNotCover(t *testing.T) {
+	f := newFakeFHIR(t)
+	want := []string{addRecord(f, "Condition", "p1", "2019-01-01"), addRecord(f, "Condition", "p1", "2024-04-01")}
+	q := spring2024
+	q.Type = ehr.TypeCondition
+	recs, err := newRecordClient(t, f).SearchRecords(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := recordIDs(t, recs, ehr.TypeCondition); !slices.Equal(ids, want) {
+		t.Errorf("ids %v, want %v", ids, want)
+	}
+	if got := f.got(); len(got) != 1 || got[0] != "GET /Condition?_count=100&patient=p1" {
+		t.Errorf("requests %v", got)
+	}
+}
+
+func TestSearchRecords_NoDateParameterWithoutRange(t *testing.T) {
+	f := newFakeFHIR(t)
+	addRecord(f, "MedicationRequest", "p1", "2010-01-01")
+	recs, err := newRecordClient(t, f).SearchRecords(context.Background(),
+		ehr.RecordQuery{Type: ehr.TypeMedicationRequest, PatientID: "p1"})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records %v, %v", recs, err)
+	}
+	if got := f.got(); len(got) != 1 || got[0] != "GET /MedicationRequest?_count=100&patient=p1" {
+		t.Errorf("requests %v", got)
+	}
+}
+
+func TestSearchRecords_Errors(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		status   int
+		body     string
+		wantKind core.Kind
+		wantCode string
+	}{
+		{"404", 404, `{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"not-supported"}]}`,
+			core.KindBadGateway, "record_type_not_supported"},
+		{"400", 400, `{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"not-supported"}]}`,
+			core.KindBadGateway, "record_type_not_supported"},
+		{"500", 500, `{}`, core.KindBadGateway, "ehr_error"},
+		{"malformed entry", 200, bundleOf("", `{"resourceType":"MedicationRequest","id":"m1","authoredOn":12}`),
+			core.KindBadGateway, "ehr_bad_response"},
+		{"entry without id", 200, bundleOf("", `{"resourceType":"MedicationRequest","authoredOn":"2024-01-01"}`),
+			core.KindBadGateway, "ehr_bad_response"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeFHIR(t)
+			f.intercept = func(w http.ResponseWriter, _ *http.Request, _ []byte) bool {
+				writeFHIR(w, tc.status, tc.body)
+				return true
+			}
+			_, err := newRecordClient(t, f).SearchRecords(context.Background(),
+				ehr.RecordQuery{Type: ehr.TypeMedicationRequest, PatientID: "p1"})
+			if e := coreError(t, err); e.Kind != tc.wantKind || e.Code != tc.wantCode {
+				t.Errorf("error %v (%v, %s), want %v %s", err, e.Kind, e.Code, tc.wantKind, tc.wantCode)
+			}
+		})
+	}
+}
+
+// A type the server does not serve at all is answered 404 by the fake.
+func TestSearchRecords_UnknownTypeOnServer(t *testing.T) {
+	f := newFakeFHIR(t)
+	_, err := newRecordClient(t, f).SearchRecords(context.Background(),
+		ehr.RecordQuery{Type: ehr.TypeProcedure, PatientID: "p1"})
+	if e := coreError(t, err); e.Kind != core.KindBadGateway || e.Code != "record_type_not_supported" {
+		t.Errorf("error %v", err)
+	}
+}
+
+// A 404 on a later page is a broken next link, not an unsupported type.
+func TestSearchRecords_LaterPageNotFound(t *testing.T) {
+	f := newFakeFHIR(t)
+	f.intercept = func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if r.URL.Query().Get("page") == "" {
+			writeFHIR(w, 200, bundleOf(f.URL+"/MedicationRequest?page=2",
+				`{"resourceType":"MedicationRequest","id":"m1","authoredOn":"2024-01-01"}`))
+		} else {
+			writeFHIR(w, 404, `{}`)
+		}
+		return true
+	}
+	_, err := newRecordClient(t, f).SearchRecords(context.Background(),
+		ehr.RecordQuery{Type: ehr.TypeMedicationRequest, PatientID: "p1"})
+	if e := coreError(t, err); e.Code != "ehr_error" {
+		t.Errorf("error %v (%s)", err, e.Code)
+	}
+}
+
+// A person with more records than MaxScan is an error, never a cut answer.
+func TestSearchRecords_BoundedLikeListings(t *testing.T) {
+	f := newFakeFHIR(t)
+	f.intercept = func(w http.ResponseWriter, _ *http.Request, _ []byte) bool {
+		writeFHIR(w, 200, `{"resourceType":"Bundle","type":"searchset","total":10001,"entry":[]}`)
+		return true
+	}
+	_, err := newRecordClient(t, f).SearchRecords(context.Background(),
+		ehr.RecordQuery{Type: ehr.TypeMedicationRequest, PatientID: "p1"})
+	if e := coreError(t, err); e.Code != fhir.CodeListingInexact {
+		t.Errorf("error %v (%s)", err, e.Code)
+	}
+}
