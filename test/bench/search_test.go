@@ -146,6 +146,7 @@ func BenchmarkSearch(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(coldMedian.Microseconds())/1000, "cold-median-ms")
 	b.ReportMetric(cached.rate(), "cached-req/s")
+	b.ReportMetric(acting.rate()/cached.rate(), "acting-ratio")
 	b.ReportMetric(float64(light.pct(99).Microseconds())/1000, "cached-p99-ms")
 	if cached.errors+light.errors > 0 {
 		b.Errorf("%d cached searches failed", cached.errors+light.errors)
