@@ -280,7 +280,8 @@ func (e *ehrs) adapt(s ehrconfig.System) (*ehrSystem, error) {
 	out := &ehrSystem{cfg: s, search: ehr.System{Name: s.Name, SearchTypes: types, Sites: s.Sites}}
 	switch s.Adapter {
 	case ehrconfig.AdapterFHIR:
-		out.search.Patients = fhir.New(client, s.SearchEndpoint)
+		fc := fhir.New(client, s.SearchEndpoint)
+		out.search.Patients, out.search.Records = fc, fc
 		out.scheduler = fhir.NewScheduler(client, fhir.WithLogger(log.With("component", "fhir", "ehr", s.Name)))
 	case ehrconfig.AdapterWSBot:
 		bot, err := wsbot.New(wsbot.Config{
@@ -291,7 +292,7 @@ func (e *ehrs) adapt(s ehrconfig.System) (*ehrSystem, error) {
 		if err != nil {
 			return nil, fmt.Errorf("EHR system %s: %w", s.Name, err)
 		}
-		out.search.Patients, out.scheduler, out.link = bot, bot, bot
+		out.search.Patients, out.search.Records, out.scheduler, out.link = bot, bot, bot, bot
 	default:
 		return nil, fmt.Errorf("EHR system %s: unknown adapter %q", s.Name, s.Adapter)
 	}

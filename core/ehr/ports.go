@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-//go:generate go tool moq -rm -out ports_moq_test.go . PatientSearcher Cache Scheduler
+//go:generate go tool moq -rm -out ports_moq_test.go . PatientSearcher RecordSearcher Cache Scheduler
 
 // PatientQuery is a normalised patient search, as each EHR adapter receives
 // it. Empty fields are not searched on.
@@ -32,6 +32,20 @@ type PatientQuery struct {
 // failure), with a message that names no secret.
 type PatientSearcher interface {
 	SearchPatients(ctx context.Context, q PatientQuery) ([]Patient, error)
+}
+
+// RecordSearcher is one EHR system's clinical record search (a driven
+// port; the FHIR and WebSocket-bot adapters implement it): every record of
+// q.Type of the person q.PatientID, its paging followed to the end. An
+// adapter bounds what it reads: past its bound it fails with
+// ehr_listing_inexact, never with a cut list. q.From and q.To may be sent
+// to the EHR only where its parameter covers the record's clinical date;
+// the core applies them again to what comes back (InDateRange). A system
+// that cannot search the type fails with KindBadGateway and code
+// record_type_not_supported; other failures are as for PatientSearcher.
+// The result is never nil when err is nil.
+type RecordSearcher interface {
+	SearchRecords(ctx context.Context, q RecordQuery) ([]Record, error)
 }
 
 // Cache keeps search answers and the gateway's rate-limit counters; an

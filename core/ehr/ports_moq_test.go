@@ -81,6 +81,78 @@ func (mock *PatientSearcherMock) SearchPatientsCalls() []struct {
 	return calls
 }
 
+// Ensure, that RecordSearcherMock does implement RecordSearcher.
+// If this is not the case, regenerate this file with moq.
+var _ RecordSearcher = &RecordSearcherMock{}
+
+// RecordSearcherMock is a mock implementation of RecordSearcher.
+//
+//	func TestSomethingThatUsesRecordSearcher(t *testing.T) {
+//
+//		// make and configure a mocked RecordSearcher
+//		mockedRecordSearcher := &RecordSearcherMock{
+//			SearchRecordsFunc: func(ctx context.Context, q RecordQuery) ([]Record, error) {
+//				panic("mock out the SearchRecords method")
+//			},
+//		}
+//
+//		// use mockedRecordSearcher in code that requires RecordSearcher
+//		// and then make assertions.
+//
+//	}
+type RecordSearcherMock struct {
+	// SearchRecordsFunc mocks the SearchRecords method.
+	SearchRecordsFunc func(ctx context.Context, q RecordQuery) ([]Record, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// SearchRecords holds details about calls to the SearchRecords method.
+		SearchRecords []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Q is the q argument value.
+			Q RecordQuery
+		}
+	}
+	lockSearchRecords sync.RWMutex
+}
+
+// SearchRecords calls SearchRecordsFunc.
+func (mock *RecordSearcherMock) SearchRecords(ctx context.Context, q RecordQuery) ([]Record, error) {
+	if mock.SearchRecordsFunc == nil {
+		panic("RecordSearcherMock.SearchRecordsFunc: method is nil but RecordSearcher.SearchRecords was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		Q   RecordQuery
+	}{
+		Ctx: ctx,
+		Q:   q,
+	}
+	mock.lockSearchRecords.Lock()
+	mock.calls.SearchRecords = append(mock.calls.SearchRecords, callInfo)
+	mock.lockSearchRecords.Unlock()
+	return mock.SearchRecordsFunc(ctx, q)
+}
+
+// SearchRecordsCalls gets all the calls that were made to SearchRecords.
+// Check the length with:
+//
+//	len(mockedRecordSearcher.SearchRecordsCalls())
+func (mock *RecordSearcherMock) SearchRecordsCalls() []struct {
+	Ctx context.Context
+	Q   RecordQuery
+} {
+	var calls []struct {
+		Ctx context.Context
+		Q   RecordQuery
+	}
+	mock.lockSearchRecords.RLock()
+	calls = mock.calls.SearchRecords
+	mock.lockSearchRecords.RUnlock()
+	return calls
+}
+
 // Ensure, that CacheMock does implement Cache.
 // If this is not the case, regenerate this file with moq.
 var _ Cache = &CacheMock{}

@@ -21,6 +21,7 @@ type System struct {
 	SearchTypes []string // which search types it serves (patient_record)
 	Sites       []string // filters.location values it serves; empty: none named
 	Patients    PatientSearcher
+	Records     RecordSearcher // nil: it cannot search clinical records
 }
 
 // Config tunes the gateway.
@@ -41,9 +42,14 @@ const (
 
 // SearchResult is the gateway's answer.
 type SearchResult struct {
-	RequestID  string
-	Status     string
-	Results    []Person // the requested page
+	RequestID string
+	Status    string
+	// RecordType is the clinical type searched; "" for a search of
+	// people. Results holds the page of a search of people, Records that
+	// of a record search.
+	RecordType ClinicalType
+	Results    []Person
+	Records    []RecordItem
 	TotalCount int
 	Page       int
 	Limit      int
@@ -265,6 +271,7 @@ func (s *Service) route(v validated, business string) ([]System, error) {
 // it (each Cache adapter owns its encoding).
 type Answer struct {
 	People  []Person
+	Records []RecordItem // a record search's items (People is then empty)
 	Sources []string
 }
 
