@@ -11,6 +11,8 @@ import (
 	"github.com/carebridge/carebridge/adapters/ehr/fhir"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/ehr/ehrtest"
+	"github.com/carebridge/carebridge/test/fhirtest"
 )
 
 // newRecordClient returns a Client on f through a testDoer.
@@ -155,13 +157,20 @@ func TestSearchRecords_Errors(t *testing.T) {
 	}
 }
 
-// A type the server does not serve at all is answered 404 by the fake.
-func TestSearchRecords_UnknownTypeOnServer(t *testing.T) {
-	f := newFakeFHIR(t)
-	_, err := newRecordClient(t, f).SearchRecords(context.Background(),
-		ehr.RecordQuery{Type: ehr.TypeProcedure, PatientID: "p1"})
-	if e := coreError(t, err); e.Kind != core.KindBadGateway || e.Code != "record_type_not_supported" {
-		t.Errorf("error %v", err)
+// A server that cannot search the type (400 or 404 to it) fails with
+// record_type_not_supported; the other types still answer.
+func TestSearchRecords_TypeTheServerCannotSearch(t *testing.T) {
+	for _, status := range []int{http.StatusNotFound, http.StatusBadRequest} {
+		f := newFakeFHIR(t)
+		f.refuse["Procedure"] = status
+		c := newRecordClient(t, f)
+		_, err := c.SearchRecords(context.Background(), ehr.RecordQuery{Type: ehr.TypeProcedure, PatientID: "p1"})
+		if e := coreError(t, err); e.Kind != core.KindBadGateway || e.Code != "record_type_not_supported" {
+			t.Errorf("%d: error %v (%v %s), want KindBadGateway record_type_not_supported", status, err, e.Kind, e.Code)
+		}
+		if recs, err := c.SearchRecords(context.Background(), ehr.RecordQuery{Type: ehr.TypeCondition, PatientID: "p1"}); err != nil || recs == nil {
+			t.Errorf("%d: conditions = %v, %v; want an empty answer", status, recs, err)
+		}
 	}
 }
 
@@ -196,4 +205,23 @@ func TestSearchRecords_BoundedLikeListings(t *testing.T) {
 	if e := coreError(t, err); e.Code != fhir.CodeListingInexact {
 		t.Errorf("error %v (%s)", err, e.Code)
 	}
+}
+
+// The record search contract on the fake server, whose pages (10) are far
+// smaller than the searcher's _count.
+func TestSearchRecords_Contract(t *testing.T) {
+	ehrtest.TestRecordSearcher(t, func(t *testing.T) ehrtest.RecordBackend {
+		f := newFakeFHIR(t)
+		return ehrtest.RecordBackend{
+			Searcher:   newRecordClient(t, f),
+			AddPatient: func(*testing.T) string { return ehrtest.NewID() },
+			AddRecords: func(_ *testing.T, seeds []ehrtest.SeedRecord) []string {
+				ids := make([]string, len(seeds))
+				for i, sd := range seeds {
+					ids[i] = f.add(fhirtest.RecordResource(sd))
+				}
+				return ids
+			},
+		}
+	})
 }
