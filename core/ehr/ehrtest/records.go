@@ -37,8 +37,8 @@ import (
 //     recordedDate, an Observation only by issued) falls in it, inclusive
 //     by the day as written; records outside it may come back (the core
 //     filters again), never one of another person or another type;
-//   - paging is followed to the end: far more records than a page of any
-//     server come back, each exactly once;
+//   - paging is followed to the end: more records than the largest page
+//     the adapters ask for (100) come back, each exactly once;
 //   - no records is an empty, non-nil slice.
 
 // RecordBackend is one RecordSearcher under test with a way to seed it.
@@ -404,9 +404,10 @@ func (s recordSuite) isolation(t *testing.T) {
 	}
 }
 
-// paging seeds far more records than a page of any server holds (a
-// searcher that stops at the first page, or walks one twice, fails), with
-// and without a date range.
+// paging seeds more records than the largest page the adapters ask for
+// (100), so every server pages them whatever its own page size (a searcher
+// that stops at the first page, or walks one twice, fails), with and
+// without a date range.
 func (s recordSuite) paging(t *testing.T) {
 	e := s.setup(t)
 	p, other := e.patient(), e.patient()
