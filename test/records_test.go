@@ -113,6 +113,19 @@ func TestSearch_RecordsMergedAcrossEHRs(t *testing.T) {
 		!strings.Contains(string(r.body), "user/Condition.rs") {
 		t.Fatalf("condition: %d %s", r.status, r.body)
 	}
+	kinds := map[string]int{} // resource type, outcome and record type of each record search's event
+	for _, row := range auditRows(t, w.db) {
+		if row.action == "patient.search" && row.resourceType != "patient" {
+			var d struct{ RecordType string }
+			if err := json.Unmarshal([]byte(row.detail), &d); err != nil {
+				t.Fatal(err)
+			}
+			kinds[row.resourceType+" "+row.outcome+" "+d.RecordType]++
+		}
+	}
+	if kinds["Observation success observation"] != 3 || kinds["Observation denied observation"] != 1 || kinds["Condition denied condition"] != 1 {
+		t.Fatalf("audit events of the record searches: %v", kinds)
+	}
 }
 
 // Eleven people in one EHR refuse a record search before any record is
