@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// fakeEHR is a FHIR R4 server that knows a few patients: it answers
-// GET /fhir/Patient with a search Bundle, after an optional delay, or fails
-// with a status. It requires the API key "key-<name>".
+// fakeEHR is a FHIR R4 server that knows a few patients and their
+// clinical records: it answers GET /fhir/Patient with a search Bundle of
+// every patient, and GET /fhir/<Type>?patient=<id> with that patient's
+// records of the type (unpaged; the date parameters are ignored, as a
+// server may), after an optional delay, or fails with a status. It
+// requires the API key "key-<name>".
 type fakeEHR struct {
 	name     string
 	srv      *httptest.Server
@@ -20,13 +24,21 @@ type fakeEHR struct {
 	delay    atomic.Int64 // nanoseconds
 	status   atomic.Int64 // non-zero: answer with this status
 	patients []map[string]any
+	records  atomic.Pointer[[]map[string]any]
+	// noRecords makes it answer 404 to every search but Patient's, as a
+	// server that cannot search clinical types does.
+	noRecords atomic.Bool
 }
+
+// holdRecords gives f the clinical records it serves.
+func (f *fakeEHR) holdRecords(records ...map[string]any) { f.records.Store(&records) }
 
 func newFakeEHR(t *testing.T, name string, patients ...map[string]any) *fakeEHR {
 	t.Helper()
 	f := &fakeEHR{name: name, patients: patients}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/fhir/Patient" {
+		typ, ok := strings.CutPrefix(r.URL.Path, "/fhir/")
+		if !ok || strings.Contains(typ, "/") {
 			http.NotFound(w, r)
 			return
 		}
@@ -40,15 +52,19 @@ func newFakeEHR(t *testing.T, name string, patients ...map[string]any) *fakeEHR 
 		case <-r.Context().Done():
 			return
 		}
-		if st := f.status.Load(); st != 0 {
+		st := f.status.Load()
+		if typ != "Patient" && f.noRecords.Load() {
+			st = http.StatusNotFound
+		}
+		if st != 0 {
 			w.Header().Set("Content-Type", "application/fhir+json")
 			w.WriteHeader(int(st))
 			fmt.Fprintf(w, `{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"exception","diagnostics":"%s is down for maintenance"}]}`, name)
 			return
 		}
 		var entries []map[string]any
-		for _, p := range f.patients {
-			entries = append(entries, map[string]any{"resource": p, "search": map[string]any{"mode": "match"}})
+		for _, res := range f.resources(typ, r.URL.Query().Get("patient")) {
+			entries = append(entries, map[string]any{"resource": res, "search": map[string]any{"mode": "match"}})
 		}
 		w.Header().Set("Content-Type", "application/fhir+json")
 		json.NewEncoder(w).Encode(map[string]any{"resourceType": "Bundle", "type": "searchset", "total": len(entries), "entry": entries})
@@ -58,6 +74,47 @@ func newFakeEHR(t *testing.T, name string, patients ...map[string]any) *fakeEHR 
 		f.srv.Close()
 	})
 	return f
+}
+
+// resources are f's resources of typ: every patient, or patient's records.
+func (f *fakeEHR) resources(typ, patient string) []map[string]any {
+	if typ == "Patient" {
+		return f.patients
+	}
+	var out []map[string]any
+	if all := f.records.Load(); all != nil {
+		for _, rec := range *all {
+			if rec["resourceType"] == typ && subjectOf(rec) == "Patient/"+patient {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out
+}
+
+// subjectOf is the reference to the patient a record belongs to.
+func subjectOf(rec map[string]any) string {
+	for _, k := range []string{"subject", "patient"} {
+		if ref, ok := rec[k].(map[string]any); ok {
+			s, _ := ref["reference"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// fhirObservation is a LOINC-coded laboratory Observation of patient
+// with a quantity value.
+func fhirObservation(id, patient, effective, code, display, value, unit string) map[string]any {
+	return map[string]any{
+		"resourceType": "Observation", "id": id, "status": "final",
+		"meta":              map[string]any{"lastUpdated": "2024-05-01T10:00:00Z"},
+		"category":          []any{map[string]any{"coding": []any{map[string]any{"system": "http://terminology.hl7.org/CodeSystem/observation-category", "code": "laboratory"}}}},
+		"code":              map[string]any{"coding": []any{map[string]any{"system": "http://loinc.org", "code": code, "display": display}}, "text": display},
+		"subject":           map[string]any{"reference": "Patient/" + patient},
+		"effectiveDateTime": effective,
+		"valueQuantity":     map[string]any{"value": json.Number(value), "unit": unit, "system": "http://unitsofmeasure.org", "code": unit},
+	}
 }
 
 // fhirPatient is a Patient resource with an MRN.

@@ -179,7 +179,7 @@ func TestSearch_RefusesBadRequests(t *testing.T) {
 		`{"query":"Ana","pagination":{"page":-1}}`:               "invalid_search",
 		`{"query":"Ana","pagination":{"page":0}}`:                "invalid_search",
 		`{"query":"Ana","pagination":{"limit":0}}`:               "invalid_search",
-		`{"query":"Ana","filters":{"recordType":"encounter"}}`:   "record_type_not_supported",
+		`{"query":"Ana","filters":{"recordType":"lab_result"}}`:  "record_type_not_supported",
 		`{"query":"Ana","extra":true}`:                           "invalid_json",
 		`{"query":"birthdate:yesterday"}`:                        "invalid_search",
 	} {

@@ -21,6 +21,14 @@ func checkSearch(a core.Actor) error {
 	return core.InsufficientScope("user/Patient.rs")
 }
 
+// checkSearchOf allows a search of people (t "") or of t's records.
+func checkSearchOf(a core.Actor, t ClinicalType) error {
+	if t == "" {
+		return checkSearch(a)
+	}
+	return checkRecordSearch(a, t)
+}
+
 // reach is which appointments a caller may act on.
 type reach uint8
 

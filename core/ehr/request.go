@@ -26,9 +26,13 @@ type SearchRequest struct {
 	Query      string // the query grammar (ParseQuery)
 	SearchType string // "" means patient_record
 	Location   string
-	RecordType string // "", all or patient
-	// UpdatedFrom and UpdatedTo bound the records' last update (inclusive
-	// dates, filters.dateRange); both zero when absent.
+	// RecordType is "", all or patient for a search of people, or a
+	// clinical type in snake case (observation): ParseRecordType.
+	RecordType string
+	// UpdatedFrom and UpdatedTo are filters.dateRange (inclusive dates;
+	// both zero when absent): they bound the last update of people, or the
+	// clinical date of records (a record search finds its people without
+	// them).
 	UpdatedFrom, UpdatedTo time.Time
 	Page                   PageRequest
 }
@@ -44,35 +48,65 @@ type PageRequest struct {
 // the field.
 var ErrInvalidSearch = &core.Error{Kind: core.KindInvalid, Code: "invalid_search", Message: "Invalid search request"}
 
-// ErrRecordTypeNotSupported is a filters.recordType other than all and
-// patient.
-var ErrRecordTypeNotSupported = &core.Error{Kind: core.KindInvalid, Code: "record_type_not_supported", Message: "filters.recordType supports all and patient"}
+// ErrRecordTypeNotSupported is a filters.recordType that is neither all,
+// patient nor a clinical type.
+var ErrRecordTypeNotSupported = &core.Error{Kind: core.KindInvalid, Code: "record_type_not_supported", Message: "filters.recordType is not supported"}
+
+// ParseRecordType reads filters.recordType, in any letter case: "" for a
+// search of people ("", all, patient), else the clinical type it names in
+// snake case.
+func ParseRecordType(s string) (ClinicalType, error) {
+	s = strings.ToLower(s)
+	switch s {
+	case "", "all", "patient":
+		return "", nil
+	}
+	if t, ok := ParseClinicalType(s); ok {
+		return t, nil
+	}
+	names := make([]string, len(ClinicalTypes))
+	for i, t := range ClinicalTypes {
+		names[i] = t.Snake()
+	}
+	return "", ErrRecordTypeNotSupported.WithMessage("filters.recordType %q is not supported; use all, patient, %s",
+		clip(s, 64), strings.Join(names, ", "))
+}
+
+// clip cuts s to at most n bytes (on a rune boundary) for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 func invalid(format string, args ...any) error {
 	return ErrInvalidSearch.WithMessage(format, args...)
 }
 
-// validated is a request after validation: the normalised query, the page
-// and the systems' search type.
+// validated is a request after validation: the normalised query, the
+// record type, the page and the systems' search type. For a record search
+// the query's date range is empty and from–to bound the records.
 type validated struct {
 	query       PatientQuery
+	recordType  ClinicalType // "": a search of people
+	from, to    Date
 	searchType  string
 	location    string
 	page, limit int
 }
 
-func validate(r SearchRequest) (validated, error) {
-	v := validated{searchType: r.SearchType, location: strings.TrimSpace(r.Location), page: 1, limit: DefaultLimit}
+// validate checks r, whose record type t (ParseRecordType) the caller read.
+func validate(r SearchRequest, t ClinicalType) (validated, error) {
+	v := validated{recordType: t, searchType: r.SearchType, location: strings.TrimSpace(r.Location), page: 1, limit: DefaultLimit}
 	if v.searchType == "" {
 		v.searchType = SearchTypePatientRecord
 	}
 	if v.searchType != SearchTypePatientRecord {
-		return v, ErrInvalidSearch.WithMessage("searchType %q is not supported; use %s", r.SearchType, SearchTypePatientRecord)
-	}
-	switch strings.ToLower(r.RecordType) {
-	case "", "all", "patient":
-	default:
-		return v, ErrRecordTypeNotSupported.WithMessage("filters.recordType %q is not supported yet; use all or patient", r.RecordType)
+		return v, ErrInvalidSearch.WithMessage("searchType %q is not supported; use %s", clip(r.SearchType, 64), SearchTypePatientRecord)
 	}
 	if p := r.Page.Page; p != 0 {
 		if p < 1 || p > MaxPage {
@@ -96,9 +130,22 @@ func validate(r SearchRequest) (validated, error) {
 	if r.UpdatedTo.Before(r.UpdatedFrom) {
 		return v, invalid("filters.dateRange ends before it starts")
 	}
-	q.UpdatedFrom, q.UpdatedTo = r.UpdatedFrom, r.UpdatedTo
+	if t == "" {
+		q.UpdatedFrom, q.UpdatedTo = r.UpdatedFrom, r.UpdatedTo
+	} else {
+		v.from, v.to = dateOf(r.UpdatedFrom), dateOf(r.UpdatedTo)
+	}
 	v.query = q
 	return v, nil
+}
+
+// dateOf is the calendar day of t; the zero Date for the zero time.
+func dateOf(t time.Time) Date {
+	if t.IsZero() {
+		return Date{}
+	}
+	y, m, d := t.Date()
+	return Date{Year: y, Month: m, Day: d}
 }
 
 var genders = map[string]bool{"male": true, "female": true, "other": true, "unknown": true}

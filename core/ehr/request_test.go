@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParseQuery(t *testing.T) {
@@ -52,9 +53,44 @@ func TestParseQuery(t *testing.T) {
 	}
 }
 
+func TestParseRecordType(t *testing.T) {
+	for in, want := range map[string]ClinicalType{
+		"": "", "all": "", "ALL": "", "patient": "", "Patient": "",
+		"observation": TypeObservation, "Medication_Request": TypeMedicationRequest,
+		"document_reference": TypeDocumentReference, "diagnostic_report": TypeDiagnosticReport,
+	} {
+		if got, err := ParseRecordType(in); got != want || err != nil {
+			t.Errorf("ParseRecordType(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"lab_result", "Observation ", "medicationrequest", "MedicationRequest", "observations", strings.Repeat("é", 100)} {
+		_, err := ParseRecordType(in)
+		if !errors.Is(err, ErrRecordTypeNotSupported) || !strings.Contains(err.Error(), "medication_request") {
+			t.Errorf("ParseRecordType(%q) = %v; want record_type_not_supported listing the types", in, err)
+		}
+		if len(err.Error()) > 400 || !utf8.ValidString(err.Error()) {
+			t.Errorf("ParseRecordType(%q): message of %d bytes, valid UTF-8 %v", in, len(err.Error()), utf8.ValidString(err.Error()))
+		}
+	}
+}
+
+// A record search's date range bounds the records, not the people.
+func TestValidate_RecordSearchRangeBoundsTheRecords(t *testing.T) {
+	v, err := validate(SearchRequest{Query: "identifier:MRN-1", UpdatedFrom: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+		UpdatedTo: time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC)}, TypeObservation)
+	if err != nil || v.recordType != TypeObservation || !v.query.UpdatedFrom.IsZero() || !v.query.UpdatedTo.IsZero() ||
+		v.from != (Date{2024, 1, 1}) || v.to != (Date{2024, 12, 31}) {
+		t.Fatalf("validate: %+v, %v", v, err)
+	}
+	if _, err := validate(SearchRequest{Query: "a", UpdatedFrom: time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC),
+		UpdatedTo: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, TypeCondition); !errors.Is(err, ErrInvalidSearch) {
+		t.Errorf("reversed range: %v", err)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	v, err := validate(SearchRequest{Query: "Ana", UpdatedFrom: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
-		UpdatedTo: time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC), RecordType: "ALL"})
+		UpdatedTo: time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC), RecordType: "ALL"}, "")
 	if err != nil || v.page != 1 || v.limit != DefaultLimit || v.searchType != SearchTypePatientRecord ||
 		!v.query.UpdatedFrom.Equal(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)) || v.query.UpdatedTo.Day() != 31 {
 		t.Fatalf("defaults: %+v, %v", v, err)
@@ -65,14 +101,13 @@ func TestValidate(t *testing.T) {
 	}{
 		{SearchRequest{}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", SearchType: "lab_result"}, ErrInvalidSearch},
-		{SearchRequest{Query: "a", RecordType: "encounter"}, ErrRecordTypeNotSupported},
 		{SearchRequest{Query: "a", UpdatedFrom: time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC), UpdatedTo: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", Page: PageRequest{Page: -1}}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", Page: PageRequest{Limit: 101}}, ErrInvalidSearch},
 		{SearchRequest{Query: "a", Page: PageRequest{Limit: -5}}, ErrInvalidSearch},
 	}
 	for _, c := range bad {
-		if _, err := validate(c.r); !errors.Is(err, c.want) {
+		if _, err := validate(c.r, ""); !errors.Is(err, c.want) {
 			t.Errorf("validate(%+v) = %v, want %v", c.r, err, c.want)
 		}
 	}
@@ -118,7 +153,7 @@ func TestValidate_PaginationZeroIsDefaultOutOfRangeIsInvalid(t *testing.T) {
 		{"limit above max", 0, MaxLimit + 1, 0, 0, "pagination.limit"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v, err := validate(SearchRequest{Query: "Ana", Page: PageRequest{Page: c.page, Limit: c.limit}})
+			v, err := validate(SearchRequest{Query: "Ana", Page: PageRequest{Page: c.page, Limit: c.limit}}, "")
 			if c.wantErr != "" {
 				if !errors.Is(err, ErrInvalidSearch) || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("got %v, want invalid_search naming %s", err, c.wantErr)

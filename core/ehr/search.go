@@ -130,10 +130,14 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if !ok {
 		return nil, core.ErrUnauthenticated
 	}
-	if err := checkSearch(actor); err != nil {
+	t, err := ParseRecordType(r.RecordType)
+	if err != nil {
 		return nil, err
 	}
-	v, err := validate(r)
+	if err := checkSearchOf(actor, t); err != nil {
+		return nil, err
+	}
+	v, err := validate(r, t)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +154,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{RequestID: core.NewUUID(), Page: v.page, Limit: v.limit, Sources: []string{}}
+	res := &SearchResult{RequestID: core.NewUUID(), RecordType: t, Page: v.page, Limit: v.limit, Sources: []string{}}
 	merged, err := s.answer(ctx, res, caller, v, systems, start)
 	if err != nil {
 		return nil, err
@@ -174,7 +178,10 @@ func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, 
 		}
 	}
 	if !res.CacheHit {
-		merged, res.Errors = s.fanOut(ctx, systems, v.query)
+		var err error
+		if merged, res.Errors, err = s.ask(ctx, systems, v); err != nil {
+			return Answer{}, err
+		}
 		if len(res.Errors) == 0 && caching {
 			// A cache that cannot store only costs the next request a miss.
 			if s.cache.Set(ctx, key, merged, s.cfg.CacheTTL) == nil {
@@ -189,9 +196,11 @@ func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, 
 // r from merged and r.Errors.
 func (r *SearchResult) fill(merged Answer, v validated) {
 	r.Sources = append(r.Sources, merged.Sources...)
-	r.TotalCount = len(merged.People)
-	from := min((v.page-1)*v.limit, len(merged.People))
-	r.Results = merged.People[from:min(from+v.limit, len(merged.People))]
+	if v.recordType == "" {
+		r.TotalCount, r.Results = len(merged.People), pageOf(merged.People, v)
+	} else {
+		r.TotalCount, r.Records = len(merged.Records), pageOf(merged.Records, v)
+	}
 	switch {
 	case len(r.Errors) == 0:
 		r.Status = StatusSuccess
@@ -200,6 +209,12 @@ func (r *SearchResult) fill(merged Answer, v validated) {
 	default:
 		r.Status = StatusError
 	}
+}
+
+// pageOf is the page of all that v asks for.
+func pageOf[T any](all []T, v validated) []T {
+	from := min((v.page-1)*v.limit, len(all))
+	return all[from:min(from+v.limit, len(all))]
 }
 
 // cached looks key up: first among the answers decoded in this process,
@@ -275,21 +290,20 @@ type Answer struct {
 	Sources []string
 }
 
+// ask asks the systems v's search and merges what they answer: people,
+// or for a record search, the records of the people its query finds.
+func (s *Service) ask(ctx context.Context, systems []System, v validated) (Answer, []SourceError, error) {
+	if v.recordType != "" {
+		return s.searchRecords(ctx, systems, v)
+	}
+	a, failures := s.fanOut(ctx, systems, v.query)
+	return a, failures, nil
+}
+
 // fanOut queries the systems in parallel and merges what they answer.
 func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) (Answer, []SourceError) {
 	q.Max = s.cfg.MaxPerSystem
-	records := make([][]Patient, len(systems))
-	errs := make([]error, len(systems))
-	var wg sync.WaitGroup
-	for i, sys := range systems {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			records[i], errs[i] = sys.Patients.SearchPatients(ctx, q)
-		}()
-	}
-	wg.Wait()
-
+	records, errs := findPeople(ctx, systems, q)
 	var out Answer
 	var failures []SourceError
 	var all []Patient
@@ -306,6 +320,19 @@ func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) 
 	}
 	out.People = Merge(all)
 	return out, failures
+}
+
+// findPeople asks every system q at once: each one's patients, or its
+// failure.
+func findPeople(ctx context.Context, systems []System, q PatientQuery) ([][]Patient, []error) {
+	found := make([][]Patient, len(systems))
+	errs := make([]error, len(systems))
+	var wg sync.WaitGroup
+	for i, sys := range systems {
+		wg.Go(func() { found[i], errs[i] = sys.Patients.SearchPatients(ctx, q) })
+	}
+	wg.Wait()
+	return found, errs
 }
 
 func sourceError(name string, err error) SourceError {
@@ -331,7 +358,7 @@ func cacheKey(subject string, v validated, systems []System) string {
 		names[i] = sys.Name
 	}
 	norm := strings.Join([]string{
-		v.searchType, v.location, strings.Join(names, "\x01"),
+		v.searchType, string(v.recordType), dayKey(v.from), dayKey(v.to), v.location, strings.Join(names, "\x01"),
 		strings.ToLower(strings.Join(strings.Fields(q.Text), " ")),
 		strings.ToLower(q.Family), strings.ToLower(q.Given), q.BirthDate, q.Gender,
 		q.Identifier, q.Phone, dateKey(q.UpdatedFrom), dateKey(q.UpdatedTo),
@@ -344,6 +371,13 @@ func dateKey(t time.Time) string {
 		return ""
 	}
 	return t.Format(time.DateOnly)
+}
+
+func dayKey(d Date) string {
+	if !d.valid() {
+		return ""
+	}
+	return fmt.Sprintf("%04d-%02d-%02d", d.Year, d.Month, d.Day)
 }
 
 func digest(s string) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/carebridge/carebridge/adapters/ehr/fhir/fhirserver"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/ehr/ehrtest"
 	"github.com/carebridge/carebridge/test/testenv"
 )
 
@@ -123,4 +124,32 @@ func must[T any](t testing.TB, v T, err error) T {
 		t.Fatalf("fhirtest: %v", err)
 	}
 	return v
+}
+
+// RecordResource is the US Core-shaped resource of seed (see
+// fhirserver.RecordResource): its date in the element seed.DatedBy names,
+// a DocumentReference's content as its attachment's data and url.
+func RecordResource(seed ehrtest.SeedRecord) map[string]any {
+	dating := fhirserver.DateMain
+	switch seed.DatedBy {
+	case ehrtest.DatedByPeriod:
+		dating = fhirserver.DatePeriod
+	case ehrtest.DatedByFallback:
+		dating = fhirserver.DateFallback
+	}
+	return fhirserver.RecordResource(seed.Record, dating, seed.Content)
+}
+
+// AddRecords creates the resources of seeds (RecordResource) in batches
+// and returns their ids in order.
+func (s *Server) AddRecords(t testing.TB, seeds []ehrtest.SeedRecord) []string {
+	t.Helper()
+	res := make([]map[string]any, len(seeds))
+	for i, sd := range seeds {
+		if res[i] = RecordResource(sd); res[i] == nil {
+			t.Fatalf("fhirtest: no resource for a record of type %q", sd.Type)
+		}
+	}
+	ids, err := s.Batch(res)
+	return must(t, ids, err)
 }

@@ -48,7 +48,7 @@ func (s *Scheduler) ListAgents(ctx context.Context, f ehr.AgentFilter) (ehr.Page
 	if specialty == "" && location == "" {
 		var total int
 		recs, matches, ok, err := s.agents(ctx, q, func(typ string, q url.Values, visit func(entry) error) (int, error) {
-			t, ok, status, err := s.searchPage(ctx, typ, q, (page-1)*limit, limit, visit)
+			t, ok, status, err := s.c.searchPage(ctx, typ, q, (page-1)*limit, limit, visit)
 			if !ok && err == nil {
 				return 0, errNotPaged
 			}
@@ -171,7 +171,7 @@ func (a *agentSearch) visit(s *Scheduler, e entry) error {
 		if !e.matched() {
 			return nil
 		}
-		p, err := decodeEntry[practitioner](s, e)
+		p, err := decodeEntry[practitioner](s.c, e)
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func (a *agentSearch) visit(s *Scheduler, e entry) error {
 			a.prs = append(a.prs, p)
 		}
 	case "PractitionerRole":
-		r, err := decodeEntry[practitionerRole](s, e)
+		r, err := decodeEntry[practitionerRole](s.c, e)
 		if err != nil {
 			return err
 		}
@@ -210,11 +210,11 @@ func (s *Scheduler) searchRoles(ctx context.Context, prs []practitioner, found *
 			refs[i] = "Practitioner/" + p.ID
 		}
 		rq := url.Values{"practitioner": {strings.Join(refs, ",")}, "_count": {strconv.Itoa(MaxPageSize)}}
-		if _, err := s.searchAll(ctx, "PractitionerRole", rq, func(e entry) error {
+		if _, err := s.c.searchAll(ctx, "PractitionerRole", rq, func(e entry) error {
 			if e.typ != "PractitionerRole" {
 				return nil
 			}
-			r, err := decodeEntry[practitionerRole](s, e)
+			r, err := decodeEntry[practitionerRole](s.c, e)
 			if err != nil {
 				return err
 			}
@@ -230,7 +230,7 @@ func (s *Scheduler) searchRoles(ctx context.Context, prs []practitioner, found *
 // practitionerExists reads Practitioner/id: nil when it is there,
 // ErrAgentNotFound when the server has none (404, 410).
 func (s *Scheduler) practitionerExists(ctx context.Context, id string) error {
-	resp, body, err := s.do(ctx, http.MethodGet, s.c.http.URL("/Practitioner/"+id, nil), nil, nil)
+	resp, body, err := s.c.do(ctx, http.MethodGet, s.c.http.URL("/Practitioner/"+id, nil), nil, nil)
 	if err != nil {
 		if gone(resp) {
 			return ehr.ErrAgentNotFound
@@ -238,7 +238,7 @@ func (s *Scheduler) practitionerExists(ctx context.Context, id string) error {
 		return err
 	}
 	if err := checkResourceType(body, "Practitioner"); err != nil {
-		return s.badDecode(err)
+		return s.c.badDecode(err)
 	}
 	return nil
 }

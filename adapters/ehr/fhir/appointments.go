@@ -44,7 +44,7 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 		if e.typ != "Appointment" || !e.matched() {
 			return nil
 		}
-		ap, err := decodeEntry[appointment](s, e)
+		ap, err := decodeEntry[appointment](s.c, e)
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 		return nil
 	}
 	if email == "" && f.Status != ehr.StatusPending {
-		total, ok, _, err := s.searchPage(ctx, "Appointment", q, (page-1)*limit, limit, visit)
+		total, ok, _, err := s.c.searchPage(ctx, "Appointment", q, (page-1)*limit, limit, visit)
 		if err != nil {
 			return ehr.Page[ehr.Appointment]{}, err
 		}
@@ -70,7 +70,7 @@ func (s *Scheduler) ListAppointments(ctx context.Context, f ehr.AppointmentFilte
 		items = nil
 	}
 	q.Set("_count", strconv.Itoa(MaxPageSize))
-	if _, err := s.searchAll(ctx, "Appointment", q, visit); err != nil {
+	if _, err := s.c.searchAll(ctx, "Appointment", q, visit); err != nil {
 		return ehr.Page[ehr.Appointment]{}, err
 	}
 	return paginate(items, page, limit), nil
@@ -172,7 +172,7 @@ func (s *Scheduler) CreateAppointment(ctx context.Context, a ehr.Appointment) (e
 	if err != nil {
 		return ehr.Appointment{}, fmt.Errorf("encode appointment: %w", err)
 	}
-	resp, out, err := s.do(ctx, http.MethodPost, s.c.http.URL("/Appointment", nil), body, map[string]string{
+	resp, out, err := s.c.do(ctx, http.MethodPost, s.c.http.URL("/Appointment", nil), body, map[string]string{
 		"If-None-Exist": url.Values{"identifier": {IdentifierSystem + "|" + token}}.Encode(),
 		"Prefer":        "return=representation",
 	})
@@ -193,7 +193,7 @@ func (s *Scheduler) CreateAppointment(ctx context.Context, a ehr.Appointment) (e
 	// A server that matched If-None-Exist against the wrong search answers
 	// with some other appointment: refuse it rather than report it booked.
 	if !slices.Contains(created.Identifier, plainIdentifier{System: IdentifierSystem, Value: token}) {
-		return ehr.Appointment{}, s.bad(fmt.Sprintf("it answered the booking with Appointment %s, which is not the one sent", clipN(created.ID, 64)), nil)
+		return ehr.Appointment{}, s.c.bad(fmt.Sprintf("it answered the booking with Appointment %s, which is not the one sent", clipN(created.ID, 64)), nil)
 	}
 	return toAppointment(created, s.c.http.Name(), s.log), nil
 }
@@ -211,11 +211,11 @@ func (s *Scheduler) FindAppointment(ctx context.Context, ref ehr.Appointment) (e
 	want := plainIdentifier{System: IdentifierSystem, Value: refToken(ref.Ref)}
 	q := url.Values{"identifier": {want.System + "|" + want.Value}}
 	var found []appointment
-	_, err := s.searchAll(ctx, "Appointment", q, func(e entry) error {
+	_, err := s.c.searchAll(ctx, "Appointment", q, func(e entry) error {
 		if e.typ != "Appointment" || !e.matched() {
 			return nil
 		}
-		ap, err := decodeEntry[appointment](s, e)
+		ap, err := decodeEntry[appointment](s.c, e)
 		if err != nil {
 			return err
 		}
@@ -239,14 +239,14 @@ func (s *Scheduler) answered(ctx context.Context, id string, body []byte) (appoi
 	if len(bytes.TrimSpace(body)) > 0 && checkResourceType(body, "Appointment") == nil {
 		var ap appointment
 		if err := json.Unmarshal(body, &ap); err != nil {
-			return appointment{}, s.bad("the Appointment is malformed", err)
+			return appointment{}, s.c.bad("the Appointment is malformed", err)
 		}
 		if ap.ID = strings.TrimSpace(ap.ID); validID(ap.ID) {
 			return ap, nil
 		}
 	}
 	if !validID(id) {
-		return appointment{}, s.bad("it holds no Appointment and no Location of one", nil)
+		return appointment{}, s.c.bad("it holds no Appointment and no Location of one", nil)
 	}
 	_, ap, _, err := s.readAppointment(ctx, id)
 	return ap, err
@@ -337,7 +337,7 @@ func (s *Scheduler) update(ctx context.Context, id string,
 		if etag != "" {
 			hdr["If-Match"] = etag
 		}
-		resp, out, err := s.do(ctx, http.MethodPut, s.c.http.URL("/Appointment/"+id, nil), body, hdr)
+		resp, out, err := s.c.do(ctx, http.MethodPut, s.c.http.URL("/Appointment/"+id, nil), body, hdr)
 		if err != nil {
 			switch {
 			case gone(resp):
@@ -364,7 +364,7 @@ func (s *Scheduler) update(ctx context.Context, id string,
 // elements and decoded — with the version to send in If-Match (W/"n"
 // from meta.versionId, else the answer's ETag; "" when neither).
 func (s *Scheduler) readAppointment(ctx context.Context, id string) (map[string]json.RawMessage, appointment, string, error) {
-	resp, body, err := s.do(ctx, http.MethodGet, s.c.http.URL("/Appointment/"+id, nil), nil, nil)
+	resp, body, err := s.c.do(ctx, http.MethodGet, s.c.http.URL("/Appointment/"+id, nil), nil, nil)
 	if err != nil {
 		if gone(resp) {
 			return nil, appointment{}, "", ehr.ErrAppointmentNotFound
@@ -372,22 +372,22 @@ func (s *Scheduler) readAppointment(ctx context.Context, id string) (map[string]
 		return nil, appointment{}, "", err
 	}
 	if err := checkResourceType(body, "Appointment"); err != nil {
-		return nil, appointment{}, "", s.badDecode(err)
+		return nil, appointment{}, "", s.c.badDecode(err)
 	}
 	var (
 		ap  appointment
 		raw map[string]json.RawMessage
 	)
 	if err := json.Unmarshal(body, &ap); err != nil {
-		return nil, appointment{}, "", s.bad("the Appointment is malformed", err)
+		return nil, appointment{}, "", s.c.bad("the Appointment is malformed", err)
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, appointment{}, "", s.bad("the Appointment is malformed", err)
+		return nil, appointment{}, "", s.c.bad("the Appointment is malformed", err)
 	}
 	if ap.ID = strings.TrimSpace(ap.ID); ap.ID == "" {
 		ap.ID = id
 	} else if ap.ID != id {
-		return nil, appointment{}, "", s.bad(fmt.Sprintf("it is Appointment %s, not %s", clipN(ap.ID, 64), id), nil)
+		return nil, appointment{}, "", s.c.bad(fmt.Sprintf("it is Appointment %s, not %s", clipN(ap.ID, 64), id), nil)
 	}
 	etag := strings.TrimSpace(resp.Header.Get("ETag"))
 	if ap.Meta != nil && validID(ap.Meta.VersionID) {

@@ -55,11 +55,11 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 func (s *Scheduler) activeSchedules(ctx context.Context, agentID string) ([]string, error) {
 	var schedules []string
 	q := url.Values{"actor": {"Practitioner/" + agentID}, "_count": {strconv.Itoa(MaxPageSize)}}
-	_, err := s.searchAll(ctx, "Schedule", q, func(e entry) error {
+	_, err := s.c.searchAll(ctx, "Schedule", q, func(e entry) error {
 		if e.typ != "Schedule" || !e.matched() {
 			return nil
 		}
-		sc, err := decodeEntry[schedule](s, e)
+		sc, err := decodeEntry[schedule](s.c, e)
 		if err != nil {
 			return err
 		}
@@ -87,11 +87,11 @@ func (s *Scheduler) freeSlots(ctx context.Context, schedules []string, from, to 
 			"status":   {"free"},
 			"_count":   {strconv.Itoa(MaxPageSize)},
 		}
-		if _, err := s.searchAll(ctx, "Slot", q, func(e entry) error {
+		if _, err := s.c.searchAll(ctx, "Slot", q, func(e entry) error {
 			if e.typ != "Slot" || !e.matched() {
 				return nil
 			}
-			sl, err := decodeEntry[slot](s, e)
+			sl, err := decodeEntry[slot](s.c, e)
 			if err != nil {
 				return err
 			}
@@ -120,11 +120,11 @@ func (s *Scheduler) busyPeriods(ctx context.Context, agentID string, from, to ti
 		"date":   {"ge" + searchTime(from.Add(-MaxSlotLength), false), "lt" + searchTime(to, true)},
 		"_count": {strconv.Itoa(MaxPageSize)},
 	}
-	if _, err := s.searchAll(ctx, "Appointment", q, func(e entry) error {
+	if _, err := s.c.searchAll(ctx, "Appointment", q, func(e entry) error {
 		if e.typ != "Appointment" || !e.matched() {
 			return nil
 		}
-		ap, err := decodeEntry[appointment](s, e)
+		ap, err := decodeEntry[appointment](s.c, e)
 		if err != nil {
 			return err
 		}

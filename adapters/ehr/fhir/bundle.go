@@ -22,7 +22,7 @@ func (e entry) matched() bool { return e.mode != "include" }
 
 // entries returns the resource entries of b, OperationOutcome entries
 // (and those of search mode outcome) left out.
-func (s *Scheduler) entries(b bundle) ([]entry, error) {
+func (c *Client) entries(b bundle) ([]entry, error) {
 	entries := make([]entry, 0, len(b.Entry))
 	for i, e := range b.Entry {
 		if e.Search.Mode == "outcome" || len(e.Resource) == 0 || string(e.Resource) == "null" {
@@ -30,7 +30,7 @@ func (s *Scheduler) entries(b bundle) ([]entry, error) {
 		}
 		var hdr resourceHeader
 		if err := json.Unmarshal(e.Resource, &hdr); err != nil {
-			return nil, s.bad(fmt.Sprintf("entry %d is not a FHIR resource", i), err)
+			return nil, c.bad(fmt.Sprintf("entry %d is not a FHIR resource", i), err)
 		}
 		if hdr.ResourceType == "OperationOutcome" {
 			continue
@@ -49,7 +49,7 @@ type searchFunc func(typ string, q url.Values, visit func(entry) error) (int, er
 
 func (s *Scheduler) searchAllFunc(ctx context.Context) searchFunc {
 	return func(typ string, q url.Values, visit func(entry) error) (int, error) {
-		return s.searchAll(ctx, typ, q, visit)
+		return s.c.searchAll(ctx, typ, q, visit)
 	}
 }
 
@@ -66,10 +66,10 @@ func searchTime(t time.Time, up bool) string {
 
 // decodeEntry decodes the resource of e (of type e.typ, which the caller
 // checked) as a T; a malformed one is an invalid answer of the server.
-func decodeEntry[T any](s *Scheduler, e entry) (T, error) {
+func decodeEntry[T any](c *Client, e entry) (T, error) {
 	var v T
 	if err := json.Unmarshal(e.raw, &v); err != nil {
-		return v, s.bad(fmt.Sprintf("entry %d is not a valid %s", e.index, e.typ), err)
+		return v, c.bad(fmt.Sprintf("entry %d is not a valid %s", e.index, e.typ), err)
 	}
 	return v, nil
 }

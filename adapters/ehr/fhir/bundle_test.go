@@ -31,7 +31,7 @@ func TestEntries_KeepResourcesAndLeaveOutOutcomesWithTheirPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.entries(b)
+	got, err := s.c.entries(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +43,11 @@ func TestEntries_KeepResourcesAndLeaveOutOutcomesWithTheirPlace(t *testing.T) {
 
 func TestDecodeEntry_MalformedResourceIsABadResponseNamingTheEntry(t *testing.T) {
 	s := NewScheduler(namedDoer{})
-	sl, err := decodeEntry[slot](s, entry{typ: "Slot", raw: []byte(`{"resourceType":"Slot","status":"free","start":"2026-01-01T09:00:00Z"}`), index: 0})
+	sl, err := decodeEntry[slot](s.c, entry{typ: "Slot", raw: []byte(`{"resourceType":"Slot","status":"free","start":"2026-01-01T09:00:00Z"}`), index: 0})
 	if err != nil || sl.Status != "free" || sl.Start != "2026-01-01T09:00:00Z" {
 		t.Fatalf("decodeEntry = %+v, %v; want the free Slot", sl, err)
 	}
-	_, err = decodeEntry[slot](s, entry{typ: "Slot", raw: []byte(`{"resourceType":"Slot","status":7}`), index: 3})
+	_, err = decodeEntry[slot](s.c, entry{typ: "Slot", raw: []byte(`{"resourceType":"Slot","status":7}`), index: 3})
 	var e *core.Error
 	if !errors.As(err, &e) || e.Kind != core.KindBadGateway || e.Code != "ehr_bad_response" ||
 		e.Message != "TestEHR sent an invalid answer: entry 3 is not a valid Slot" {

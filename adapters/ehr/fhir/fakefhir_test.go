@@ -23,9 +23,10 @@ import (
 // repeated parameters as AND, ge/gt/le/lt on dates, _count/_offset paging
 // with next links and _revinclude=PractitionerRole:practitioner), read,
 // create (with If-None-Exist) and update (with If-Match) of Practitioner,
-// PractitionerRole, Schedule, Slot and Appointment; search of
-// MedicationRequest and Condition by patient (and authoredon). An unknown
-// search parameter is a 400, as on a strict server.
+// PractitionerRole, Schedule, Slot and Appointment; search of the nine
+// clinical types by patient (and by their US Core date parameter where it
+// covers the clinical date). An unknown search parameter is a 400, as on a
+// strict server.
 type fakeFHIR struct {
 	*httptest.Server
 	t *testing.T
@@ -43,6 +44,9 @@ type fakeFHIR struct {
 	// ignored names search parameters the server accepts but does not
 	// apply (a lenient server), so the adapter must filter itself.
 	ignored map[string]bool
+	// refuse answers any request for these types with the status (a
+	// server that cannot search a type: 400 or 404).
+	refuse map[string]int
 	// intercept, when set, sees each request first; it answers it when it
 	// returns true.
 	intercept func(w http.ResponseWriter, r *http.Request, body []byte) bool
@@ -50,7 +54,8 @@ type fakeFHIR struct {
 
 func newFakeFHIR(t *testing.T) *fakeFHIR {
 	t.Helper()
-	f := &fakeFHIR{t: t, resources: map[string][]map[string]any{}, pageSize: 10, ignored: map[string]bool{}}
+	f := &fakeFHIR{t: t, resources: map[string][]map[string]any{}, pageSize: 10, ignored: map[string]bool{},
+		refuse: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -190,6 +195,10 @@ func (f *fakeFHIR) handle(w http.ResponseWriter, r *http.Request, body []byte) {
 	typ := parts[0]
 	if _, ok := searchParams[typ]; !ok {
 		f.outcome(w, 404, "unknown resource type "+typ)
+		return
+	}
+	if status := f.refuse[typ]; status != 0 {
+		f.outcome(w, status, typ+" is not supported")
 		return
 	}
 	switch {
@@ -408,13 +417,32 @@ var searchParams = map[string]map[string]matcher{
 		"status":   func(res map[string]any, v string) bool { return res["status"] == v },
 		"start":    func(res map[string]any, v string) bool { return compareDate(res["start"], v) },
 	},
+	// The clinical types: patient, and the US Core date parameters that
+	// cover the contract's clinical date (no others: a strict server
+	// answers 400 to one it does not know).
+	"Encounter": {
+		"patient": ofPatient,
+		"date":    func(res map[string]any, v string) bool { return compareDate(field(res, "period", "start"), v) },
+	},
+	"Condition":   {"patient": ofPatient},
+	"Observation": {"patient": ofPatient},
 	"MedicationRequest": {
-		"patient":    func(res map[string]any, v string) bool { return ref(res, "subject") == "Patient/"+v },
+		"patient":    ofPatient,
 		"authoredon": func(res map[string]any, v string) bool { return compareDate(res["authoredOn"], v) },
 	},
-	"Condition": {
-		"patient": func(res map[string]any, v string) bool { return ref(res, "subject") == "Patient/"+v },
+	"AllergyIntolerance": {"patient": ofPatient},
+	"Immunization": {
+		"patient": ofPatient,
+		"date":    func(res map[string]any, v string) bool { return compareDate(res["occurrenceDateTime"], v) },
 	},
+	"Procedure": {
+		"patient": ofPatient,
+		"date": func(res map[string]any, v string) bool {
+			return compareDate(res["performedDateTime"], v) || compareDate(field(res, "performedPeriod", "start"), v)
+		},
+	},
+	"DocumentReference": {"patient": ofPatient},
+	"DiagnosticReport":  {"patient": ofPatient},
 	"Appointment": {
 		"actor": func(res map[string]any, v string) bool {
 			for _, p := range list(res["participant"]) {
@@ -437,6 +465,21 @@ var searchParams = map[string]map[string]matcher{
 			return false
 		},
 	},
+}
+
+// ofPatient matches a clinical resource whose subject (or patient) is the
+// Patient v (an id, or Patient/id).
+func ofPatient(res map[string]any, v string) bool {
+	if !strings.HasPrefix(v, "Patient/") {
+		v = "Patient/" + v
+	}
+	return ref(res, "subject") == v || ref(res, "patient") == v
+}
+
+// field is res[key][sub], nil when absent.
+func field(res map[string]any, key, sub string) any {
+	m, _ := res[key].(map[string]any)
+	return m[sub]
 }
 
 func list(v any) []any {
@@ -476,6 +519,19 @@ func compareDate(field any, v string) bool {
 	bound, err := parseInstant(v)
 	if err != nil {
 		return false
+	}
+	if len(v) == len(time.DateOnly) {
+		// A day stands for all of it: le2024-07-01 keeps the evening of
+		// July 1, gt2024-07-01 starts on July 2.
+		next := bound.AddDate(0, 0, 1)
+		switch prefix {
+		case "gt":
+			return !at.Before(next)
+		case "le":
+			return at.Before(next)
+		case "eq":
+			return !at.Before(bound) && at.Before(next)
+		}
 	}
 	switch prefix {
 	case "ge":

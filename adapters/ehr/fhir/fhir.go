@@ -7,6 +7,7 @@
 package fhir
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -235,6 +236,52 @@ func (c *Client) exchange(ctx context.Context, req *http.Request) (*http.Respons
 		return nil, nil, &decodeError{fmt.Sprintf("it exceeds %d MiB", MaxBodyBytes>>20), nil}
 	}
 	return resp, body, nil
+}
+
+// do sends one request (with body as application/fhir+json when not nil,
+// replayable by the Doer's retries) and returns the answer as exchange
+// does: on a non-2xx status a *core.Error with resp to look at.
+func (c *Client) do(ctx context.Context, method, target string, body []byte, hdr map[string]string) (*http.Response, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return nil, nil, c.upstream("ehr_error", "has an invalid URL", err)
+	}
+	req.Header.Set("Accept", contentType)
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, out, err := c.exchange(ctx, req)
+	if err != nil {
+		var de *decodeError
+		if errors.As(err, &de) {
+			return nil, nil, c.bad(de.msg, de.err)
+		}
+		return resp, nil, err
+	}
+	return resp, out, nil
+}
+
+// bad is an ehr_bad_response error: the answer was not what FHIR says.
+func (c *Client) bad(what string, cause error) *core.Error {
+	return &core.Error{Kind: core.KindBadGateway, Code: "ehr_bad_response",
+		Message: c.http.Name() + " sent an invalid answer: " + what, Err: cause}
+}
+
+// badDecode is bad for a body that did not decode (a *decodeError keeps
+// its message).
+func (c *Client) badDecode(err error) *core.Error {
+	var de *decodeError
+	if errors.As(err, &de) {
+		return c.bad(de.msg, de.err)
+	}
+	return c.bad("it could not be decoded", err)
 }
 
 // statusError turns a non-2xx answer into a *core.Error that quotes the

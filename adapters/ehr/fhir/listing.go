@@ -13,9 +13,9 @@ import (
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-// MaxScan bounds the resources one search of the scheduler reads when it
-// walks every page (a listing with a filter the server cannot apply, the
-// slots and appointments of a calendar). A search that matches more is
+// MaxScan bounds the resources one search reads when it walks every page
+// (a scheduler listing with a filter the server cannot apply, the slots
+// and appointments of a calendar, a person's clinical records). A search that matches more is
 // answered as an error (code ehr_listing_inexact), never cut short.
 const MaxScan = 10_000
 
@@ -39,8 +39,13 @@ const (
 	CodeTotalMismatch = "ehr_total_mismatch"
 )
 
-func (s *Scheduler) paging(code, what string) *core.Error {
-	return &core.Error{Kind: core.KindBadGateway, Code: code, Message: s.c.http.Name() + " " + what}
+// The paged search below is the Client's, so that the patient search's
+// neighbours — the Scheduler's listings and SearchRecords — share one
+// walk of the pages, its bounds and its errors.
+
+// paging is an upstream error of a paged search (code as above).
+func (c *Client) paging(code, what string) *core.Error {
+	return &core.Error{Kind: core.KindBadGateway, Code: code, Message: c.http.Name() + " " + what}
 }
 
 // searchPages GETs typ?q and follows the Bundle's next links (on the
@@ -50,21 +55,21 @@ func (s *Scheduler) paging(code, what string) *core.Error {
 // or a page without entries that links to another, is an error; so is a
 // next link to another host. It returns the HTTP status of an answer that
 // failed (0 for other failures).
-func (s *Scheduler) searchPages(ctx context.Context, typ string, q url.Values,
+func (c *Client) searchPages(ctx context.Context, typ string, q url.Values,
 	page func(b bundle, entries []entry) (bool, error)) (int, error) {
-	target := s.c.http.URL("/"+typ, q)
+	target := c.http.URL("/"+typ, q)
 	first, err := url.Parse(target)
 	if err != nil {
-		return 0, s.c.upstream("ehr_error", "has an invalid URL", err)
+		return 0, c.upstream("ehr_error", "has an invalid URL", err)
 	}
 	seenPage := map[string]bool{}
 	pages := 0
 	for {
 		if err := ctx.Err(); err != nil {
-			return 0, s.c.contextError(err)
+			return 0, c.contextError(err)
 		}
 		seenPage[target] = true
-		resp, body, err := s.do(ctx, http.MethodGet, target, nil, nil)
+		resp, body, err := c.do(ctx, http.MethodGet, target, nil, nil)
 		if err != nil {
 			if resp != nil {
 				return resp.StatusCode, err
@@ -73,9 +78,9 @@ func (s *Scheduler) searchPages(ctx context.Context, typ string, q url.Values,
 		}
 		b, err := readBundle(body)
 		if err != nil {
-			return 0, s.badDecode(err)
+			return 0, c.badDecode(err)
 		}
-		entries, err := s.entries(b)
+		entries, err := c.entries(b)
 		if err != nil {
 			return 0, err
 		}
@@ -88,35 +93,35 @@ func (s *Scheduler) searchPages(ctx context.Context, typ string, q url.Values,
 			return 0, nil
 		}
 		if pages++; pages >= maxScanPages {
-			return 0, s.paging(CodeListingInexact, fmt.Sprintf("needs more than %d pages for this %s search; narrow the filter", maxScanPages, typ))
+			return 0, c.paging(CodeListingInexact, fmt.Sprintf("needs more than %d pages for this %s search; narrow the filter", maxScanPages, typ))
 		}
 		if len(entries) == 0 {
-			return 0, s.paging(CodePagingLoop, "answered a search page without entries that links to a next page")
+			return 0, c.paging(CodePagingLoop, "answered a search page without entries that links to a next page")
 		}
-		if target, err = s.nextTarget(resp, target, next, first); err != nil {
+		if target, err = c.nextTarget(resp, target, next, first); err != nil {
 			return 0, err
 		}
 		if seenPage[target] {
-			return 0, s.paging(CodePagingLoop, fmt.Sprintf("sent a next link back to a %s page already read", typ))
+			return 0, c.paging(CodePagingLoop, fmt.Sprintf("sent a next link back to a %s page already read", typ))
 		}
 	}
 }
 
 // nextTarget resolves the next link of the page target (answered by resp,
 // after redirects) and refuses one to another host than first's.
-func (s *Scheduler) nextTarget(resp *http.Response, target, next string, first *url.URL) (string, error) {
+func (c *Client) nextTarget(resp *http.Response, target, next string, first *url.URL) (string, error) {
 	base, err := url.Parse(target)
 	if resp.Request != nil && resp.Request.URL != nil {
 		base, err = resp.Request.URL, nil // after redirects
 	}
 	if err != nil {
-		return "", s.bad("its page URL is not valid", err)
+		return "", c.bad("its page URL is not valid", err)
 	}
 	if target, err = resolveNext(base, next); err != nil {
-		return "", s.bad("its next link is not a valid URL", err)
+		return "", c.bad("its next link is not a valid URL", err)
 	}
 	if u, err := url.Parse(target); err != nil || u.Scheme != first.Scheme || u.Host != first.Host {
-		return "", s.paging(CodePagingForeignHost, "sent a next link to another host; it is not followed")
+		return "", c.paging(CodePagingForeignHost, "sent a next link to another host; it is not followed")
 	}
 	return target, nil
 }
@@ -127,25 +132,25 @@ func (s *Scheduler) nextTarget(resp *http.Response, target, next string, first *
 // twice CodePagingRepeat, and a Bundle.total other than the matches read
 // CodeTotalMismatch. It returns the HTTP status of an answer that failed
 // (0 for other failures).
-func (s *Scheduler) searchAll(ctx context.Context, typ string, q url.Values, visit func(entry) error) (int, error) {
+func (c *Client) searchAll(ctx context.Context, typ string, q url.Values, visit func(entry) error) (int, error) {
 	seen := map[string]bool{}
 	var total *int
-	status, err := s.searchPages(ctx, typ, q, func(b bundle, entries []entry) (bool, error) {
+	status, err := c.searchPages(ctx, typ, q, func(b bundle, entries []entry) (bool, error) {
 		if t := b.Total; total == nil && t != nil {
 			if *t > MaxScan {
-				return false, s.tooLarge(typ, *t)
+				return false, c.tooLarge(typ, *t)
 			}
 			total = t
 		} else if total != nil && t != nil && *t != *total {
-			return false, s.paging(CodeTotalMismatch, fmt.Sprintf("changed the total of a %s search from %d to %d between pages", typ, *total, *t))
+			return false, c.paging(CodeTotalMismatch, fmt.Sprintf("changed the total of a %s search from %d to %d between pages", typ, *total, *t))
 		}
 		for _, e := range entries {
 			if e.matched() && e.typ == typ && e.id != "" {
 				if seen[e.id] {
-					return false, s.paging(CodePagingRepeat, fmt.Sprintf("sent %s %s twice in one search", typ, clipN(e.id, 64)))
+					return false, c.paging(CodePagingRepeat, fmt.Sprintf("sent %s %s twice in one search", typ, clipN(e.id, 64)))
 				}
 				if seen[e.id] = true; len(seen) > MaxScan {
-					return false, s.tooLarge(typ, len(seen))
+					return false, c.tooLarge(typ, len(seen))
 				}
 			}
 			if err := visit(e); err != nil {
@@ -158,13 +163,13 @@ func (s *Scheduler) searchAll(ctx context.Context, typ string, q url.Values, vis
 		return status, err
 	}
 	if total != nil && *total != len(seen) {
-		return 0, s.paging(CodeTotalMismatch, fmt.Sprintf("gave a %s search a total of %d but sent %d matches", typ, *total, len(seen)))
+		return 0, c.paging(CodeTotalMismatch, fmt.Sprintf("gave a %s search a total of %d but sent %d matches", typ, *total, len(seen)))
 	}
 	return 0, nil
 }
 
-func (s *Scheduler) tooLarge(typ string, n int) *core.Error {
-	return s.paging(CodeListingInexact, fmt.Sprintf("holds %d %s resources for this listing; with this filter at most %d can be listed exactly: narrow it", n, typ, MaxScan))
+func (c *Client) tooLarge(typ string, n int) *core.Error {
+	return c.paging(CodeListingInexact, fmt.Sprintf("holds %d %s resources for this listing; with this filter at most %d can be listed exactly: narrow it", n, typ, MaxScan))
 }
 
 // searchPage asks the server for one page of typ?q — limit matches from
@@ -174,7 +179,7 @@ func (s *Scheduler) tooLarge(typ string, n int) *core.Error {
 // does not answer that way (no Bundle.total, or more matches than asked):
 // the caller then lists by searchAll. A total that changes between pages
 // or disagrees with the matches sent, or a match sent twice, is an error.
-func (s *Scheduler) searchPage(ctx context.Context, typ string, q url.Values, offset, limit int,
+func (c *Client) searchPage(ctx context.Context, typ string, q url.Values, offset, limit int,
 	visit func(entry) error) (total int, ok bool, status int, err error) {
 	pq := url.Values{}
 	for k, v := range q {
@@ -185,7 +190,7 @@ func (s *Scheduler) searchPage(ctx context.Context, typ string, q url.Values, of
 	pq.Set("_total", "accurate")
 	seen := map[string]bool{}
 	first := true
-	status, err = s.searchPages(ctx, typ, pq, func(b bundle, entries []entry) (bool, error) {
+	status, err = c.searchPages(ctx, typ, pq, func(b bundle, entries []entry) (bool, error) {
 		t := b.Total
 		if first {
 			first = false
@@ -194,7 +199,7 @@ func (s *Scheduler) searchPage(ctx context.Context, typ string, q url.Values, of
 			}
 			total, ok = *t, true
 		} else if t != nil && *t != total {
-			return false, s.paging(CodeTotalMismatch, fmt.Sprintf("changed the total of a %s search from %d to %d between pages", typ, total, *t))
+			return false, c.paging(CodeTotalMismatch, fmt.Sprintf("changed the total of a %s search from %d to %d between pages", typ, total, *t))
 		}
 		n := 0
 		for _, e := range entries {
@@ -212,7 +217,7 @@ func (s *Scheduler) searchPage(ctx context.Context, typ string, q url.Values, of
 					continue // a later page of the server's size: the rest is the next page's
 				}
 				if seen[e.id] {
-					return false, s.paging(CodePagingRepeat, fmt.Sprintf("sent %s %s twice in one page", typ, clipN(e.id, 64)))
+					return false, c.paging(CodePagingRepeat, fmt.Sprintf("sent %s %s twice in one page", typ, clipN(e.id, 64)))
 				}
 				seen[e.id] = true
 			}
@@ -226,7 +231,7 @@ func (s *Scheduler) searchPage(ctx context.Context, typ string, q url.Values, of
 		return 0, false, status, err
 	}
 	if want := min(max(total-offset, 0), limit); len(seen) != want {
-		return 0, false, 0, s.paging(CodeTotalMismatch, fmt.Sprintf(
+		return 0, false, 0, c.paging(CodeTotalMismatch, fmt.Sprintf(
 			"gave a %s search a total of %d but sent %d matches from offset %d (%d expected)", typ, total, len(seen), offset, want))
 	}
 	return total, true, 0, nil

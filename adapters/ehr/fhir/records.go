@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,9 +25,9 @@ const codeRecordTypeNotSupported = "record_type_not_supported"
 // date parameter only where it covers the clinical date (recordDateParam)
 // and q.From or q.To is set, one day wider each side (the server compares
 // instants in its own zone; the core filters by the day as written). The
-// pages are followed to the end as the scheduler's listings are: more than
-// MaxScan records, or more than 500 pages, is an ehr_listing_inexact error, never
-// a cut answer. A 400 or 404 to the first page is record_type_not_supported
+// pages are followed to the end by searchAll, as the scheduler's listings
+// are: more than MaxScan records, or more than 500 pages, is an
+// ehr_listing_inexact error, never a cut answer. A 400 or 404 to the first page is record_type_not_supported
 // (KindBadGateway); a resource that does not convert, ehr_bad_response.
 // The result is never nil when err is nil.
 func (c *Client) SearchRecords(ctx context.Context, q ehr.RecordQuery) ([]ehr.Record, error) {
@@ -39,10 +38,9 @@ func (c *Client) SearchRecords(ctx context.Context, q ehr.RecordQuery) ([]ehr.Re
 		return nil, errors.New("fhir: a record search needs a patient id")
 	}
 	typ := string(q.Type)
-	s := &Scheduler{c: c, log: slog.New(slog.DiscardHandler), now: time.Now}
 	out := []ehr.Record{}
 	read := false // a page was read: a later failure is not about the type
-	status, err := s.searchAll(ctx, typ, recordParams(q, MaxPageSize), func(e entry) error {
+	status, err := c.searchAll(ctx, typ, recordParams(q, MaxPageSize), func(e entry) error {
 		read = true
 		if !e.matched() || e.typ != typ {
 			return nil
@@ -54,7 +52,7 @@ func (c *Client) SearchRecords(ctx context.Context, q ehr.RecordQuery) ([]ehr.Re
 			if errors.As(err, &de) {
 				msg = fmt.Sprintf("entry %d: %s", e.index, de.msg)
 			}
-			return s.bad(msg, err)
+			return c.bad(msg, err)
 		}
 		out = append(out, r)
 		return nil

@@ -2,15 +2,20 @@ package fhir_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/fhir"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/ehr/ehrtest"
+	"github.com/carebridge/carebridge/test/fhirtest"
 )
 
 // newRecordClient returns a Client on f through a testDoer.
@@ -155,13 +160,20 @@ func TestSearchRecords_Errors(t *testing.T) {
 	}
 }
 
-// A type the server does not serve at all is answered 404 by the fake.
-func TestSearchRecords_UnknownTypeOnServer(t *testing.T) {
-	f := newFakeFHIR(t)
-	_, err := newRecordClient(t, f).SearchRecords(context.Background(),
-		ehr.RecordQuery{Type: ehr.TypeProcedure, PatientID: "p1"})
-	if e := coreError(t, err); e.Kind != core.KindBadGateway || e.Code != "record_type_not_supported" {
-		t.Errorf("error %v", err)
+// A server that cannot search the type (400 or 404 to it) fails with
+// record_type_not_supported; the other types still answer.
+func TestSearchRecords_TypeTheServerCannotSearch(t *testing.T) {
+	for _, status := range []int{http.StatusNotFound, http.StatusBadRequest} {
+		f := newFakeFHIR(t)
+		f.refuse["Procedure"] = status
+		c := newRecordClient(t, f)
+		_, err := c.SearchRecords(context.Background(), ehr.RecordQuery{Type: ehr.TypeProcedure, PatientID: "p1"})
+		if e := coreError(t, err); e.Kind != core.KindBadGateway || e.Code != "record_type_not_supported" {
+			t.Errorf("%d: error %v (%v %s), want KindBadGateway record_type_not_supported", status, err, e.Kind, e.Code)
+		}
+		if recs, err := c.SearchRecords(context.Background(), ehr.RecordQuery{Type: ehr.TypeCondition, PatientID: "p1"}); err != nil || recs == nil {
+			t.Errorf("%d: conditions = %v, %v; want an empty answer", status, recs, err)
+		}
 	}
 }
 
@@ -184,16 +196,95 @@ func TestSearchRecords_LaterPageNotFound(t *testing.T) {
 	}
 }
 
-// A person with more records than MaxScan is an error, never a cut answer.
-func TestSearchRecords_BoundedLikeListings(t *testing.T) {
-	f := newFakeFHIR(t)
-	f.intercept = func(w http.ResponseWriter, _ *http.Request, _ []byte) bool {
-		writeFHIR(w, 200, `{"resourceType":"Bundle","type":"searchset","total":10001,"entry":[]}`)
-		return true
+// The record search contract on the fake server, whose pages (10) are far
+// smaller than the searcher's _count.
+func TestSearchRecords_Contract(t *testing.T) {
+	ehrtest.TestRecordSearcher(t, func(t *testing.T) ehrtest.RecordBackend {
+		f := newFakeFHIR(t)
+		return ehrtest.RecordBackend{
+			Searcher:   newRecordClient(t, f),
+			AddPatient: func(*testing.T) string { return ehrtest.NewID() },
+			AddRecords: func(_ *testing.T, seeds []ehrtest.SeedRecord) []string {
+				ids := make([]string, len(seeds))
+				for i, sd := range seeds {
+					ids[i] = f.add(fhirtest.RecordResource(sd))
+				}
+				return ids
+			},
+		}
+	})
+}
+
+// A resource of the type that does not decode — on a later page, the
+// pages before it good — fails the search with ehr_bad_response (never a
+// cut answer), for each type; the message names the entry, not the person.
+func TestSearchRecords_UnconvertibleResourceOfEachTypeIsABadResponse(t *testing.T) {
+	broken := map[ehr.ClinicalType]map[string]any{
+		ehr.TypeEncounter:          {"period": "2024-03-12"},
+		ehr.TypeCondition:          {"clinicalStatus": "active"},
+		ehr.TypeObservation:        {"code": []any{"2339-0"}},
+		ehr.TypeMedicationRequest:  {"authoredOn": 20240312},
+		ehr.TypeAllergyIntolerance: {"recordedDate": 20240312},
+		ehr.TypeImmunization:       {"vaccineCode": "flu"},
+		ehr.TypeProcedure:          {"performedPeriod": []any{}},
+		ehr.TypeDocumentReference:  {"content": map[string]any{"attachment": map[string]any{}}},
+		ehr.TypeDiagnosticReport:   {"issued": true},
 	}
-	_, err := newRecordClient(t, f).SearchRecords(context.Background(),
-		ehr.RecordQuery{Type: ehr.TypeMedicationRequest, PatientID: "p1"})
-	if e := coreError(t, err); e.Code != fhir.CodeListingInexact {
-		t.Errorf("error %v (%s)", err, e.Code)
+	const person = "person-7f3b9c2e41d8a6"
+	for _, typ := range ehr.ClinicalTypes {
+		t.Run(string(typ), func(t *testing.T) {
+			f := newFakeFHIR(t)
+			seed := ehrtest.SeedRecord{Record: ehr.Record{Type: typ, PatientID: person, Date: "2024-03-12T09:00:00Z", Status: "final"}}
+			for range 12 {
+				f.add(fhirtest.RecordResource(seed))
+			}
+			bad := fhirtest.RecordResource(seed)
+			for k, v := range broken[typ] {
+				bad[k] = v
+			}
+			f.add(bad)
+			recs, err := newRecordClient(t, f).SearchRecords(context.Background(), ehr.RecordQuery{Type: typ, PatientID: person})
+			e := coreError(t, err)
+			if recs != nil || e.Kind != core.KindBadGateway || e.Code != "ehr_bad_response" {
+				t.Errorf("SearchRecords = %d records, %v (%v %s); want ehr_bad_response", len(recs), err, e.Kind, e.Code)
+			}
+			if !strings.Contains(e.Message, "entry 2") || strings.Contains(e.Message, person) {
+				t.Errorf("message %q: want it to name entry 2 of the page, and not the person", e.Message)
+			}
+		})
+	}
+}
+
+// Past the bound — by Bundle.total, by the matches read when the server
+// tells no total, or by the pages — a search fails with
+// ehr_listing_inexact; it never answers a cut list.
+func TestSearchRecords_PastTheBoundIsInexactNeverCut(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		total   string // Bundle.total, or "" for none
+		perPage int
+	}{
+		{"total", `,"total":10001`, 100},
+		{"matches without a total", "", 100},
+		{"pages without a total", "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeFHIR(t)
+			f.intercept = func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+				page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+				var entries []string
+				for i := range tc.perPage {
+					entries = append(entries, fmt.Sprintf(`{"fullUrl":"urn:x","resource":{"resourceType":"Observation","id":"o-%d-%d","status":"final"},"search":{"mode":"match"}}`, page, i))
+				}
+				writeFHIR(w, 200, fmt.Sprintf(`{"resourceType":"Bundle","type":"searchset"%s,"link":[{"relation":"next","url":"%s/Observation?page=%d"}],"entry":[%s]}`,
+					tc.total, f.URL, page+1, strings.Join(entries, ",")))
+				return true
+			}
+			recs, err := newRecordClient(t, f).SearchRecords(context.Background(),
+				ehr.RecordQuery{Type: ehr.TypeObservation, PatientID: "p1"})
+			if e := coreError(t, err); recs != nil || e.Kind != core.KindBadGateway || e.Code != fhir.CodeListingInexact {
+				t.Errorf("SearchRecords = %d records, %v (%v %s); want ehr_listing_inexact", len(recs), err, e.Kind, e.Code)
+			}
+		})
 	}
 }

@@ -1,16 +1,11 @@
 package fhir
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
@@ -31,7 +26,7 @@ const (
 // Scheduler is the FHIR R4 adapter of the appointment and agent endpoints
 // (ehr.Scheduler). It shares the Doer — and so authentication, retries,
 // rate limit and circuit breaker — and the error mapping and body bounds
-// of the patient search (Client).
+// of the patient search (Client), and its paged search (searchAll, …).
 //
 // Agents are Practitioners, with their PractitionerRoles for specialty and
 // locations. Free time is the Slots (status free) of the practitioner's
@@ -75,49 +70,6 @@ func NewScheduler(doer Doer, opts ...SchedulerOption) *Scheduler {
 	return s
 }
 
-// do sends one request (with body as application/fhir+json when not nil,
-// replayable by the Doer's retries) and returns the answer as exchange
-// does: on a non-2xx status a *core.Error with resp to look at.
-func (s *Scheduler) do(ctx context.Context, method, target string, body []byte, hdr map[string]string) (*http.Response, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
-	if err != nil {
-		return nil, nil, s.c.upstream("ehr_error", "has an invalid URL", err)
-	}
-	req.Header.Set("Accept", contentType)
-	if body != nil {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, out, err := s.c.exchange(ctx, req)
-	if err != nil {
-		var de *decodeError
-		if errors.As(err, &de) {
-			return nil, nil, s.bad(de.msg, de.err)
-		}
-		return resp, nil, err
-	}
-	return resp, out, nil
-}
-
 func gone(resp *http.Response) bool {
 	return resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone)
-}
-
-func (s *Scheduler) bad(what string, cause error) *core.Error {
-	return &core.Error{Kind: core.KindBadGateway, Code: "ehr_bad_response",
-		Message: s.c.http.Name() + " sent an invalid answer: " + what, Err: cause}
-}
-
-func (s *Scheduler) badDecode(err error) *core.Error {
-	var de *decodeError
-	if errors.As(err, &de) {
-		return s.bad(de.msg, de.err)
-	}
-	return s.bad("it could not be decoded", err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/ehr/wsbot"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/ehr/ehrtest"
 	"github.com/carebridge/carebridge/test/wsbottest"
 )
 
@@ -159,4 +160,24 @@ func TestClient_SearchRecords_BadAnswers(t *testing.T) {
 	// request's 400.
 	_, err = c.SearchRecords(t.Context(), ehr.RecordQuery{Type: "Patient", PatientID: "p1"})
 	wantCode(t, "a type the bot refuses", err, core.KindBadGateway, "ehr_error")
+}
+
+// The record search contract on the bot (pages of at most 100 items);
+// a bot record carries no attachment.
+func TestClient_RecordSearcherContract(t *testing.T) {
+	ehrtest.TestRecordSearcher(t, func(t *testing.T) ehrtest.RecordBackend {
+		srv := wsbottest.Start(t)
+		return ehrtest.RecordBackend{
+			Searcher:     newClient(t, srv.URL(), nil),
+			NoAttachment: true,
+			AddPatient:   func(*testing.T) string { return ehrtest.NewID() },
+			AddRecords: func(_ *testing.T, seeds []ehrtest.SeedRecord) []string {
+				ids := make([]string, len(seeds))
+				for i, sd := range seeds {
+					ids[i] = srv.AddRecord(sd.Record)
+				}
+				return ids
+			},
+		}
+	})
 }

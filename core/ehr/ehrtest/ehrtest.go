@@ -1,6 +1,7 @@
-// Package ehrtest holds the contract suite that every ehr.Scheduler
-// implementation passes (the FHIR and WebSocket-bot adapters alike), in the
-// manner of testing/fstest.TestFS.
+// Package ehrtest holds the contract suites that every ehr.Scheduler and
+// every ehr.RecordSearcher implementation passes (the FHIR and
+// WebSocket-bot adapters alike), in the manner of testing/fstest.TestFS:
+// TestScheduler here, TestRecordSearcher in records.go.
 //
 // An adapter's test calls TestScheduler with a function that returns a
 // fresh backend for each subtest, with a way to seed it with agents:
