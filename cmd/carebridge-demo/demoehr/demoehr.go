@@ -173,7 +173,7 @@ func (d *Demo) Summary() string {
 	if d.fhir != nil {
 		fhir = "on"
 	}
-	return fmt.Sprintf("%d synthetic people (%d in both systems), %d practitioners in 2 time zones; FHIR demo %s",
+	return fmt.Sprintf("%d synthetic people (%d in both systems) with clinical records of the nine types, %d practitioners in 2 time zones; FHIR demo %s",
 		demoPeople, fhirPeople-botFrom, len(practitioners), fhir)
 }
 

@@ -31,8 +31,8 @@ func holds(i int) (fhir, bot bool) {
 
 // recordsOf is person i's records as of the day today, split between the
 // systems: fhir those the FHIR system holds, bot those the bot holds (a
-// record in both is in both lists, alike but for its id). The records
-// carry the bot's ids and person(i).ID as their patient.
+// record both hold is in both lists). The records carry the bot's ids and
+// patient id (person(i).ID); the FHIR server gives its own.
 func recordsOf(i int, today time.Time) (fhir, bot []ehr.Record) {
 	inFHIR, inBot := holds(i)
 	for ti, t := range ehr.ClinicalTypes {
