@@ -15,16 +15,20 @@ const (
 	AppointmentBooked      EventType = "appointment.booked"
 	AppointmentCancelled   EventType = "appointment.cancelled"
 	AppointmentRescheduled EventType = "appointment.rescheduled"
-	BlobUploaded           EventType = "blob.uploaded"
-	BlobDeleted            EventType = "blob.deleted"
-	LocationCreated        EventType = "location.created"
-	LocationUpdated        EventType = "location.updated"
-	OperatingHoursChanged  EventType = "operating_hours.changed"
-	BusinessUpdated        EventType = "business.updated"
+	// AppointmentStatusChanged is a status change other than a booking or
+	// a cancellation (checked_in, fulfilled, no_show, pending), which only
+	// the EHR itself makes.
+	AppointmentStatusChanged EventType = "appointment.status_changed"
+	BlobUploaded             EventType = "blob.uploaded"
+	BlobDeleted              EventType = "blob.deleted"
+	LocationCreated          EventType = "location.created"
+	LocationUpdated          EventType = "location.updated"
+	OperatingHoursChanged    EventType = "operating_hours.changed"
+	BusinessUpdated          EventType = "business.updated"
 )
 
 // EventTypes lists every event type, in the contract's order.
-var EventTypes = []EventType{AppointmentBooked, AppointmentCancelled, AppointmentRescheduled,
+var EventTypes = []EventType{AppointmentBooked, AppointmentCancelled, AppointmentRescheduled, AppointmentStatusChanged,
 	BlobUploaded, BlobDeleted, LocationCreated, LocationUpdated, OperatingHoursChanged, BusinessUpdated}
 
 // Event is one change, which a core writes to the outbox in the
@@ -49,7 +53,17 @@ type AppointmentData struct {
 	Status        string
 	Start         time.Time
 	End           time.Time
+	Origin        Origin
 }
+
+// Origin tells where an appointment change was made.
+type Origin string
+
+// The origins of appointment changes.
+const (
+	OriginAPI Origin = "api" // through Carebridge's API
+	OriginEHR Origin = "ehr" // in the EHR itself (its own screens)
+)
 
 // BlobData is the data of the blob events: BusinessLocationID is the
 // blob's businessLocationId as uploaded, nil for none.
@@ -75,10 +89,11 @@ func NewEvent(t EventType, businessID string, data any) Event {
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond), BusinessID: businessID, Data: data}
 }
 
-// AppointmentEvent returns an appointment event for what the EHR
-// confirmed; businessID is the business the call acted for ("" none).
-func AppointmentEvent(t EventType, id, agentID, status string, start, end time.Time, businessID string) Event {
-	return NewEvent(t, businessID, AppointmentData{AppointmentID: id, AgentID: agentID, Status: status, Start: start.UTC(), End: end.UTC()})
+// AppointmentEvent returns an appointment event for a change made with
+// origin o; businessID is the business it belongs to ("" none).
+func AppointmentEvent(t EventType, o Origin, id, agentID, status string, start, end time.Time, businessID string) Event {
+	return NewEvent(t, businessID, AppointmentData{AppointmentID: id, AgentID: agentID, Status: status,
+		Start: start.UTC(), End: end.UTC(), Origin: o})
 }
 
 // BlobEvent returns a blob event; locationID "" is a blob of no location,

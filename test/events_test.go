@@ -565,12 +565,12 @@ func TestEvents_EveryChangeIsDeliveredSignedWithoutPatientData(t *testing.T) {
 		{"blob.uploaded", biz, blobData},
 		{"blob.deleted", biz, blobData},
 	}
-	bookedEvent := want{"appointment.booked", "", map[string]any{"appointmentId": apptID, "agentId": "dr-ana", "status": "booked", "start": at(timeAt(9, 0)), "end": at(timeAt(9, 30))}}
+	bookedEvent := want{"appointment.booked", "", map[string]any{"appointmentId": apptID, "agentId": "dr-ana", "status": "booked", "start": at(timeAt(9, 0)), "end": at(timeAt(9, 30)), "origin": "api"}}
 	everything := append(slices.Clone(ofBusiness),
 		want{"business.updated", other, map[string]any{"businessId": other}},
 		bookedEvent,
-		want{"appointment.rescheduled", "", map[string]any{"appointmentId": apptID, "agentId": "dr-ana", "status": anyValue, "start": at(timeAt(10, 0)), "end": at(timeAt(10, 30))}},
-		want{"appointment.cancelled", "", map[string]any{"appointmentId": apptID, "agentId": "dr-ana", "status": "cancelled", "start": at(timeAt(10, 0)), "end": at(timeAt(10, 30))}},
+		want{"appointment.rescheduled", "", map[string]any{"appointmentId": apptID, "agentId": "dr-ana", "status": anyValue, "start": at(timeAt(10, 0)), "end": at(timeAt(10, 30)), "origin": "api"}},
+		want{"appointment.cancelled", "", map[string]any{"appointmentId": apptID, "agentId": "dr-ana", "status": "cancelled", "start": at(timeAt(10, 0)), "end": at(timeAt(10, 30)), "origin": "api"}},
 	)
 
 	// A subscription made now gets only what happens from now on.

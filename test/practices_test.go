@@ -122,7 +122,7 @@ func TestPractices_NothingCrossesBetweenTwoPractices(t *testing.T) {
 	if r, _ := s.ehrCall("POST", "/appointment/customer", staffB, slotAt("dr-ana", 13, 30)); r.status != 201 {
 		t.Fatalf("B's staff books: %d %s", r.status, r.body)
 	}
-	apptData := map[string]any{"appointmentId": anyValue, "agentId": "dr-ana", "status": "booked", "start": anyValue, "end": anyValue}
+	apptData := map[string]any{"appointmentId": anyValue, "agentId": "dr-ana", "status": "booked", "start": anyValue, "end": anyValue, "origin": "api"}
 	eventually(t, 20*time.Second, "each practice's appointment event", func() bool { return rcA.count() >= 1 && rcB.count() >= 1 })
 	checkReceived(t, "A's subscription", rcA, secrets[0], []want{{"appointment.booked", a, apptData}})
 	checkReceived(t, "B's subscription", rcB, secrets[1], []want{{"appointment.booked", b, apptData}})

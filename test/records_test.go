@@ -52,10 +52,11 @@ func (s *server) searchRecords(token, body string) (response, recordAnswer) {
 	return r, a
 }
 
-// Ana's labs of 2024 from both EHRs: the glucose both hold (same LOINC
-// code, same day) is one item with both sources, tied to the person a
-// search of people returns; the range keeps 2024 only, by the day as
-// written; a token without user/Observation.rs is refused.
+// The labs of 2024 from both EHRs (the fake EHRs find every person they
+// hold for any query: Ana in both, Al in one): the glucose both hold for
+// Ana (same LOINC code, same day) is one item with both sources, tied to
+// the person a search of people returns; the range keeps 2024 only, by
+// the day as written; a token without user/Observation.rs is refused.
 func TestSearch_RecordsMergedAcrossEHRs(t *testing.T) {
 	w := newWorld(t)
 	a, b := twoEHRs(t)
@@ -74,10 +75,10 @@ func TestSearch_RecordsMergedAcrossEHRs(t *testing.T) {
 
 	body := `{"query":"identifier:MRN-1","filters":{"recordType":"observation","dateRange":"2024-01-01/2024-12-31"}}`
 	r, ans := s.searchRecords(tok, body)
-	if r.status != 200 || ans.Status != "success" || ans.Data.TotalCount != 2 || len(ans.Data.Results) != 2 {
+	if r.status != 200 || ans.Status != "success" || ans.Data.TotalCount != 3 || len(ans.Data.Results) != 3 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	latest, glucose := ans.Data.Results[0], ans.Data.Results[1]
+	latest, glucose, al := ans.Data.Results[0], ans.Data.Results[1], ans.Data.Results[2]
 	if latest.Date != "2024-11-20" || latest.Source != "clinicb" || len(latest.Sources) != 1 || latest.RecordType != "observation" {
 		t.Fatalf("newest first: %s", r.body)
 	}
@@ -86,16 +87,23 @@ func TestSearch_RecordsMergedAcrossEHRs(t *testing.T) {
 		string(glucose.Value) != `{"value":5.40,"unit":"mmol/L"}` {
 		t.Fatalf("merged glucose: %s", r.body)
 	}
+	if al.Sources[0].RecordID != "za" || al.Date != "2024-02-02" {
+		t.Fatalf("Al's glucose: %s", r.body)
+	}
 	_, people := s.search(tok, `{"query":"identifier:MRN-1"}`)
-	if len(people.Data.Results) != 1 || glucose.PersonID != people.Data.Results[0].ID || latest.PersonID != glucose.PersonID {
-		t.Fatalf("personId %q, people %+v", glucose.PersonID, people.Data.Results)
+	ids := map[string]string{} // family → person id
+	for _, p := range people.Data.Results {
+		ids[p.Name.Family] = p.ID
+	}
+	if glucose.PersonID == "" || glucose.PersonID != ids["Lopez"] || latest.PersonID != glucose.PersonID || al.PersonID != ids["Baker"] {
+		t.Fatalf("personIds %q %q %q, people %v", latest.PersonID, glucose.PersonID, al.PersonID, ids)
 	}
 
 	before := a.calls.Load() + b.calls.Load()
 	if _, again := s.searchRecords(tok, body); !again.Metadata.CacheHit || a.calls.Load()+b.calls.Load() != before {
 		t.Fatal("a repeated record search asked the EHRs again")
 	}
-	if _, all := s.searchRecords(tok, `{"query":"identifier:MRN-1","filters":{"recordType":"observation"}}`); all.Data.TotalCount != 3 {
+	if _, all := s.searchRecords(tok, `{"query":"identifier:MRN-1","filters":{"recordType":"observation"}}`); all.Data.TotalCount != 4 {
 		t.Fatalf("without a range: %d records", all.Data.TotalCount)
 	}
 	if r, _ := s.searchRecords(w.token("bob"), body); r.status != 403 || !strings.Contains(string(r.body), "user/Observation.rs") {

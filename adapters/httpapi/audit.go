@@ -68,6 +68,15 @@ func auditResource(ctx context.Context, id string) {
 	}
 }
 
+// auditResourceType names the type of resource the request acts on when
+// its handler learns it from the request (a record search's FHIR type,
+// Observation) rather than from its route.
+func auditResourceType(ctx context.Context, resourceType string) {
+	if a := auditOf(ctx); a != nil {
+		a.resourceType = resourceType
+	}
+}
+
 // auditDetail sets the small, patient-data-free detail of the event.
 func auditDetail(ctx context.Context, detail map[string]any) {
 	if a := auditOf(ctx); a != nil {

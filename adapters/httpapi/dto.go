@@ -113,3 +113,13 @@ func convertAll[A, B any](in []A, conv func(A) B) []B {
 	}
 	return out
 }
+
+// convertEach converts every element of in into a list that is never nil
+// (JSON []), for a page of results.
+func convertEach[A, B any](in []A, conv func(A) B) []B {
+	out := make([]B, len(in))
+	for i, v := range in {
+		out[i] = conv(v)
+	}
+	return out
+}

@@ -80,11 +80,13 @@ type searchResponse struct {
 	Metadata  searchMetadata `json:"metadata"`
 }
 
+// searchData is the page: Results holds people ([]personResponse), or
+// the record items of a record search ([]recordResponse); never null.
 type searchData struct {
-	Results    []personResponse `json:"results"`
-	TotalCount int              `json:"totalCount"`
-	Page       int              `json:"page"`
-	Limit      int              `json:"limit"`
+	Results    any `json:"results"`
+	TotalCount int `json:"totalCount"`
+	Page       int `json:"page"`
+	Limit      int `json:"limit"`
 }
 
 type searchMetadata struct {
@@ -115,14 +117,10 @@ func newPersonResponse(p ehr.Person) personResponse {
 		ID: p.ID, Sources: convertAll(p.Sources, newSourceRef), Name: newName(p.Name),
 		BirthDate: optional(p.BirthDate), Gender: optional(p.Gender),
 		Identifiers: convertAll(p.Identifiers, newIdentifier), Telecom: convertAll(p.Telecom, newTelecom),
-		Address: convertAll(p.Address, newAddress), RecordType: "patient",
+		Address: convertAll(p.Address, newAddress), RecordType: "patient", LastUpdated: optionalUTC(p.LastUpdated),
 	}
 	if len(p.Sources) > 0 {
 		r.Source = p.Sources[0].Source
-	}
-	if !p.LastUpdated.IsZero() {
-		t := p.LastUpdated.UTC()
-		r.LastUpdated = &t
 	}
 	return r
 }
@@ -136,6 +134,13 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// A record search is audited as one of its type from here on, refused
+	// or not (the request's validation stays the core's).
+	clinical, isRecords := ehr.ParseClinicalType(strings.ToLower(req.Filters.RecordType))
+	if isRecords {
+		auditResourceType(r.Context(), string(clinical))
+		auditDetail(r.Context(), map[string]any{"recordType": clinical.Snake()})
+	}
 	sr, err := req.parse()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -146,16 +151,12 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := searchResponse{
-		RequestID: res.RequestID,
-		Status:    res.Status,
-		Data:      searchData{Results: make([]personResponse, len(res.Results)), TotalCount: res.TotalCount, Page: res.Page, Limit: res.Limit},
-		Metadata:  searchMetadata{SearchTime: fmt.Sprintf("%dms", res.SearchTime.Milliseconds()), Sources: res.Sources, CacheHit: res.CacheHit, Errors: newSourceErrors(res.Errors)},
+	out := newSearchResponse(res)
+	detail := map[string]any{"results": len(res.Results), "sources": res.Sources, "cacheHit": res.CacheHit}
+	if res.RecordType != "" {
+		detail["results"], detail["recordType"] = len(res.Records), res.RecordType.Snake()
 	}
-	for i, p := range res.Results {
-		out.Data.Results[i] = newPersonResponse(p)
-	}
-	auditDetail(r.Context(), map[string]any{"results": len(res.Results), "sources": res.Sources, "cacheHit": res.CacheHit})
+	auditDetail(r.Context(), detail)
 	status := http.StatusOK
 	switch {
 	case res.Status == ehr.StatusError && res.AllTimedOut():
@@ -164,4 +165,21 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusBadGateway
 	}
 	writeJSON(w, status, out)
+}
+
+// newSearchResponse is res in the wire shape: a page of people, or of
+// record items when res is a record search's.
+func newSearchResponse(res *ehr.SearchResult) searchResponse {
+	out := searchResponse{
+		RequestID: res.RequestID,
+		Status:    res.Status,
+		Data:      searchData{TotalCount: res.TotalCount, Page: res.Page, Limit: res.Limit},
+		Metadata:  searchMetadata{SearchTime: fmt.Sprintf("%dms", res.SearchTime.Milliseconds()), Sources: res.Sources, CacheHit: res.CacheHit, Errors: newSourceErrors(res.Errors)},
+	}
+	if res.RecordType != "" {
+		out.Data.Results = convertEach(res.Records, newRecordResponse)
+	} else {
+		out.Data.Results = convertEach(res.Results, newPersonResponse)
+	}
+	return out
 }

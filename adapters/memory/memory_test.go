@@ -234,7 +234,7 @@ func TestCache_ConcurrentUse(t *testing.T) {
 					return
 				}
 				if v, ok, err := c.Get(ctx, key); err != nil || (ok && valueOf(v) != key) {
-					t.Errorf("Get(%s) = %q, %v, %v", key, v, ok, err)
+					t.Errorf("Get(%s) = %+v, %v, %v", key, v, ok, err)
 					return
 				}
 				if _, _, err := c.Incr(ctx, "shared", time.Hour); err != nil {

@@ -291,7 +291,7 @@ func TestIntegrationIdempotency_ClaimCompleteReplay(t *testing.T) {
 }
 
 func bookedEvent(id string) core.Event {
-	return core.AppointmentEvent(core.AppointmentBooked, id, "dr-1", "booked", time.Now(), time.Now().Add(time.Hour), "")
+	return core.AppointmentEvent(core.AppointmentBooked, core.OriginAPI, id, "dr-1", "booked", time.Now(), time.Now().Add(time.Hour), "")
 }
 
 func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {

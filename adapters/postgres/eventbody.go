@@ -26,6 +26,7 @@ type (
 		Status        string    `json:"status"`
 		Start         time.Time `json:"start"`
 		End           time.Time `json:"end"`
+		Origin        string    `json:"origin"`
 	}
 	blobEventJSON struct {
 		BlobID             int64   `json:"blobId"`
@@ -49,7 +50,8 @@ func eventBody(e core.Event) ([]byte, error) {
 	}
 	switch d := e.Data.(type) {
 	case core.AppointmentData:
-		b.Data = appointmentJSON{AppointmentID: d.AppointmentID, AgentID: d.AgentID, Status: d.Status, Start: d.Start, End: d.End}
+		b.Data = appointmentJSON{AppointmentID: d.AppointmentID, AgentID: d.AgentID, Status: d.Status, Start: d.Start, End: d.End,
+			Origin: string(d.Origin)}
 	case core.BlobData:
 		b.Data = blobEventJSON{BlobID: d.BlobID, ContainerName: d.ContainerName, BusinessLocationID: d.BusinessLocationID}
 	case core.LocationData:

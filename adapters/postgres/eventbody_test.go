@@ -21,14 +21,14 @@ func TestEventBody_IsTheContractsJSON(t *testing.T) {
 		e    core.Event
 		want string
 	}{
-		{"appointment", core.AppointmentEvent(core.AppointmentBooked, "apt-1", "agent-2", "booked",
+		{"appointment", core.AppointmentEvent(core.AppointmentBooked, core.OriginAPI, "apt-1", "agent-2", "booked",
 			time.Date(2026, 5, 1, 10, 0, 0, 0, cet), time.Date(2026, 5, 1, 10, 30, 0, 0, cet), ""),
 			`{"id":"evt_1","type":"appointment.booked","occurredAt":"2026-03-04T05:06:07.123Z","businessId":null,` +
-				`"data":{"appointmentId":"apt-1","agentId":"agent-2","status":"booked","start":"2026-05-01T09:00:00Z","end":"2026-05-01T09:30:00Z"}}`},
-		{"appointment of a business", core.AppointmentEvent(core.AppointmentCancelled, "apt-1", "agent-2", "cancelled",
+				`"data":{"appointmentId":"apt-1","agentId":"agent-2","status":"booked","start":"2026-05-01T09:00:00Z","end":"2026-05-01T09:30:00Z","origin":"api"}}`},
+		{"appointment of a business", core.AppointmentEvent(core.AppointmentCancelled, core.OriginEHR, "apt-1", "agent-2", "cancelled",
 			time.Date(2026, 5, 1, 10, 0, 0, 0, cet), time.Date(2026, 5, 1, 10, 30, 0, 0, cet), "biz-1"),
 			`{"id":"evt_1","type":"appointment.cancelled","occurredAt":"2026-03-04T05:06:07.123Z","businessId":"biz-1",` +
-				`"data":{"appointmentId":"apt-1","agentId":"agent-2","status":"cancelled","start":"2026-05-01T09:00:00Z","end":"2026-05-01T09:30:00Z"}}`},
+				`"data":{"appointmentId":"apt-1","agentId":"agent-2","status":"cancelled","start":"2026-05-01T09:00:00Z","end":"2026-05-01T09:30:00Z","origin":"ehr"}}`},
 		{"blob with location", core.BlobEvent(core.BlobUploaded, 42, "scans", "17", "biz-1"),
 			`{"id":"evt_1","type":"blob.uploaded","occurredAt":"2026-03-04T05:06:07.123Z","businessId":"biz-1",` +
 				`"data":{"blobId":42,"containerName":"scans","businessLocationId":"17"}}`},

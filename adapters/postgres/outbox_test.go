@@ -394,10 +394,10 @@ func TestIntegrationOutbox_ABookingWritesItsEventOnce(t *testing.T) {
 	idem, bookings := db.Idempotency(), db.Bookings()
 	start := time.Date(2030, 1, 2, 15, 0, 0, 0, time.UTC)
 	booked := func(id string) core.Event {
-		return core.AppointmentEvent(core.AppointmentBooked, id, "dr-1", "booked", start, start.Add(30*time.Minute), "")
+		return core.AppointmentEvent(core.AppointmentBooked, core.OriginAPI, id, "dr-1", "booked", start, start.Add(30*time.Minute), "")
 	}
 	data := func(id string) string {
-		return `{"appointmentId":"` + id + `","agentId":"dr-1","status":"booked","start":"2030-01-02T15:00:00Z","end":"2030-01-02T15:30:00Z"}`
+		return `{"appointmentId":"` + id + `","agentId":"dr-1","status":"booked","start":"2030-01-02T15:00:00Z","end":"2030-01-02T15:30:00Z","origin":"api"}`
 	}
 	var seq int64
 

@@ -106,7 +106,7 @@ func TestIntegrationWebhooks_AnEventReachesTheSubscriptionsThatWantIt(t *testing
 		{"business.updated of A", emitEvent(t, db, core.BusinessEvent(bizA.ID)).ID, ids(all, ofA)},
 		{"operating_hours.changed of A", emitEvent(t, db, core.LocationEvent(core.OperatingHoursChanged, loc.ID, bizA.ID)).ID, ids(all, ofA)},
 		{"location.created of no business", emitEvent(t, db, core.LocationEvent(core.LocationCreated, 9, "")).ID, ids(all, created)},
-		{"appointment.booked", emitEvent(t, db, core.AppointmentEvent(core.AppointmentBooked, "a-1", "dr-1", "booked", time.Now(), time.Now(), "")).ID, ids(all)},
+		{"appointment.booked", emitEvent(t, db, core.AppointmentEvent(core.AppointmentBooked, core.OriginAPI, "a-1", "dr-1", "booked", time.Now(), time.Now(), "")).ID, ids(all)},
 	} {
 		if got := receivers(t, db, tt.id); !slices.Equal(got, tt.want) {
 			t.Errorf("%s reached %v, want %v", tt.name, got, tt.want)

@@ -78,7 +78,7 @@ const (
 // appointmentEvent is the event of type t about a, as the EHR confirmed it.
 // The event belongs to business, the acting business of the call.
 func appointmentEvent(t core.EventType, a Appointment, business string) core.Event {
-	return core.AppointmentEvent(t, a.ID, a.AgentID, string(a.Status), a.Start, a.End, business)
+	return core.AppointmentEvent(t, core.OriginAPI, a.ID, a.AgentID, string(a.Status), a.Start, a.End, business)
 }
 
 // ErrAppointmentRateLimited is a patient-context caller past its

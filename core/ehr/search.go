@@ -89,7 +89,7 @@ var (
 // changes the format it keeps answers in bumps it (through a change here),
 // so entries written in the old format are never read as the new one
 // (they are left to expire).
-const cacheKeyPrefix = "search:v2:"
+const cacheKeyPrefix = "search:v3:"
 
 const (
 	rateWindow          = time.Minute

@@ -286,7 +286,7 @@ func TestSearch_QueriesEHRsInParallel(t *testing.T) {
 }
 
 func TestCacheKey_IsVersioned(t *testing.T) {
-	if k := cacheKey("subject", validated{}, nil); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v2:" {
-		t.Errorf("cache key %q; want the prefix search:v2:", k)
+	if k := cacheKey("subject", validated{}, nil); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v3:" {
+		t.Errorf("cache key %q; want the prefix search:v3:", k)
 	}
 }
