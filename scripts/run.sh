@@ -41,8 +41,14 @@ bin/carebridge migrate
 	} > data/run.env
 )
 sub=${DEV_SUBJECT:-dev-user} sub_b=${DEV_SUBJECT_B:-dev-user-b}
-token=$(bin/carebridge dev-token --sub "$sub" --ttl 24h)
-token_b=$(bin/carebridge dev-token --sub "$sub_b" --ttl 24h)
+# The staff tokens: dev-token's default scopes (patient search, appointments)
+# and reading each clinical record type, which the records calls need.
+scopes="user/Patient.rs user/Appointment.cruds"
+for type in Encounter Condition Observation MedicationRequest AllergyIntolerance Immunization Procedure DocumentReference DiagnosticReport; do
+	scopes+=" user/$type.rs"
+done
+token=$(bin/carebridge dev-token --sub "$sub" --scope "$scopes" --ttl 24h)
+token_b=$(bin/carebridge dev-token --sub "$sub_b" --scope "$scopes" --ttl 24h)
 
 # The demo's two practices (once per database): A, the demo business, owned
 # by the token's subject, and B owned by $sub_b; the demo EHR systems file
@@ -96,7 +102,7 @@ cat <<TXT
 Carebridge is running on $base (dev-mode auth, blobs in ./data/blobs).
 Database: $DATABASE_URL
 
-A token for subject "$sub" (24 h):
+A token for subject "$sub" (24 h; a staff token: patient search, appointments, and reading the nine clinical record types):
   export TOKEN=$token
 
 Upload a file (metadata parts first, then the file):
@@ -134,6 +140,7 @@ if [ -n "${DEMO_AGENT_ID:-}" ]; then
 	day=$(TZ=$DEMO_AGENT_TZ date -d '+2 day' +%F)
 	[ "$(date -d "$day" +%u)" = 7 ] && day=$(date -d "$day +1 day" +%F)
 	start=$(TZ=$DEMO_AGENT_TZ date -d "$day 10:30" +%FT%T%:z)
+	today=$(date +%F) year_ago=$(date -d '-1 year' +%F)
 	if [ "$DEMO_INTEGRATION" = demo-fhir ]; then
 		practices="Two practices, each with its own EHR: A (the demo business above, owner \"$sub\", \$TOKEN) is served by
 the FHIR server (demo-fhir), B \"Demo Harbor Practice\" $PRACTICE_B_ID (owner \"$sub_b\") by the bot (demo-bot)."
@@ -152,6 +159,14 @@ Search (acting for practice A, the only practice of "$sub"): a person both demo 
     -d '{"query":"family:$DEMO_FAMILY given:$DEMO_GIVEN"}' $base/api/v1/search
   curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
     -d '{"query":"given:Ava","pagination":{"page":1,"limit":5}}' $base/api/v1/search
+
+Clinical records of that person (filters.recordType: encounter, condition, observation, medication_request,
+allergy_intolerance, immunization, procedure, document_reference or diagnostic_report): the observations
+of the last twelve months, then every condition; a record both systems hold is one item with both sources:
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_FAMILY given:$DEMO_GIVEN","filters":{"recordType":"observation","dateRange":"$year_ago/$today"}}' $base/api/v1/search
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_FAMILY given:$DEMO_GIVEN","filters":{"recordType":"condition"}}' $base/api/v1/search
 
 Practice B's owner, and the same search acting for A, then for B (X-Business-Id names the practice;
 a caller in exactly one practice may leave it out). The FHIR server and the bot hold different Avas:

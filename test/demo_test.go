@@ -48,6 +48,12 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 	if r.status != 200 || ans.Status != "success" || ans.Data.TotalCount != 1 || len(ans.Data.Results[0].Sources) != 2 {
 		t.Fatalf("the person in both systems: %d %s", r.status, r.body)
 	}
+	checkDemoRecords(t, s, w.scopedToken("newcomer", demoScopes), d, ans.Data.Results[0].ID)
+	// The staff scopes without the record types' are not enough.
+	records := fmt.Sprintf(`{"query":"family:%s given:%s","filters":{"recordType":"observation"}}`, d.BothFamily, d.BothGiven)
+	if r, _ := s.searchRecords(tok, records); r.status != 403 || !strings.Contains(string(r.body), "user/Observation.rs") {
+		t.Fatalf("records with the patient search scope alone: %d %s", r.status, r.body)
+	}
 	r, ans = s.search(tok, `{"query":"given:Ava","pagination":{"limit":100}}`)
 	if r.status != 200 || ans.Data.TotalCount < 2 || strings.Join(ans.Metadata.Sources, ",") != "demo-fhir,demo-bot" {
 		t.Fatalf("a common given name: %d %s", r.status, r.body)
@@ -79,6 +85,50 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 	}
 }
 
+// demoScopes are the scopes of the token `make run` prints (scripts/run.sh).
+const demoScopes = "user/Patient.rs user/Appointment.cruds user/Encounter.rs user/Condition.rs user/Observation.rs " +
+	"user/MedicationRequest.rs user/AllergyIntolerance.rs user/Immunization.rs user/Procedure.rs " +
+	"user/DocumentReference.rs user/DiagnosticReport.rs"
+
+// checkDemoRecords runs the records calls `make run` prints, and one of
+// every type: the person in both systems (personID in a search of people)
+// has records of each type from both, and each type's newest is one item
+// with both sources.
+func checkDemoRecords(t *testing.T, s *server, tok string, d *demoehr.Demo, personID string) {
+	t.Helper()
+	query := fmt.Sprintf("family:%s given:%s", d.BothFamily, d.BothGiven)
+	for _, typ := range []string{"encounter", "condition", "observation", "medication_request", "allergy_intolerance",
+		"immunization", "procedure", "document_reference", "diagnostic_report"} {
+		r, ans := s.searchRecords(tok, fmt.Sprintf(`{"query":%q,"filters":{"recordType":%q}}`, query, typ))
+		if r.status != 200 || ans.Status != "success" || ans.Data.TotalCount < 2 || len(ans.Data.Results) != ans.Data.TotalCount {
+			t.Fatalf("%s records: %d %s", typ, r.status, r.body)
+		}
+		both := 0
+		for _, it := range ans.Data.Results {
+			if it.PersonID != personID || it.RecordType != typ || it.Code.Code == "" || it.Date == "" {
+				t.Fatalf("%s records: an item of another person or without code or date: %s", typ, r.body)
+			}
+			if len(it.Sources) == 2 && it.Sources[0].Source == demoehr.FHIRName && it.Sources[1].Source == demoehr.BotName {
+				both++
+			}
+		}
+		if both != 1 || len(ans.Data.Results[0].Sources) != 2 {
+			t.Fatalf("%s records: %d items from both systems, want the newest: %s", typ, both, r.body)
+		}
+	}
+	// The observations of the last twelve months, as make run prints them.
+	from, to := time.Now().AddDate(-1, 0, 0).Format(time.DateOnly), time.Now().Format(time.DateOnly)
+	r, ans := s.searchRecords(tok, fmt.Sprintf(`{"query":%q,"filters":{"recordType":"observation","dateRange":"%s/%s"}}`, query, from, to))
+	if r.status != 200 || len(ans.Data.Results) == 0 || len(ans.Data.Results[0].Sources) != 2 {
+		t.Fatalf("observations of the last year: %d %s", r.status, r.body)
+	}
+	for _, it := range ans.Data.Results {
+		if day := it.Date[:len(time.DateOnly)]; day < from || day > to || len(it.Value) == 0 || string(it.Value) == "null" {
+			t.Fatalf("observations of %s/%s: %s", from, to, r.body)
+		}
+	}
+}
+
 // Without Node.js the demo is the bot alone, and it answers the
 // appointment endpoints too.
 func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
@@ -100,6 +150,11 @@ func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 	tok := w.token("newcomer")
 	if r, ans := s.search(tok, fmt.Sprintf(`{"query":"family:%s given:%s"}`, d.BothFamily, d.BothGiven)); r.status != 200 || ans.Data.TotalCount != 1 {
 		t.Fatalf("search: %d %s", r.status, r.body)
+	}
+	body := fmt.Sprintf(`{"query":"family:%s given:%s","filters":{"recordType":"condition"}}`, d.BothFamily, d.BothGiven)
+	if r, ans := s.searchRecords(w.scopedToken("newcomer", demoScopes), body); r.status != 200 || ans.Data.TotalCount < 2 ||
+		len(ans.Data.Results) != ans.Data.TotalCount || ans.Data.Results[0].Source != demoehr.BotName {
+		t.Fatalf("records: %d %s", r.status, r.body)
 	}
 	if r, agents := s.ehrCall("GET", "/agents", tok, ""); r.status != 200 || agents["totalCount"] != 3.0 {
 		t.Fatalf("agents: %d %s", r.status, r.body)

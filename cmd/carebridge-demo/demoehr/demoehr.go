@@ -119,6 +119,10 @@ func (d *Demo) startBot(ctx context.Context, key []byte, now time.Time) (string,
 	d.bot = bot
 	for i := botFrom; i < demoPeople; i++ {
 		d.bot.AddPatient(person(i))
+		_, records := recordsOf(i, now)
+		for _, r := range records {
+			d.bot.AddRecord(r)
+		}
 	}
 	for i, a := range practitioners {
 		a.ID = fmt.Sprintf("bot-agent-%d", i+1)
@@ -169,7 +173,7 @@ func (d *Demo) Summary() string {
 	if d.fhir != nil {
 		fhir = "on"
 	}
-	return fmt.Sprintf("%d synthetic people (%d in both systems), %d practitioners in 2 time zones; FHIR demo %s",
+	return fmt.Sprintf("%d synthetic people (%d in both systems) with clinical records of the nine types, %d practitioners in 2 time zones; FHIR demo %s",
 		demoPeople, fhirPeople-botFrom, len(practitioners), fhir)
 }
 
@@ -187,10 +191,8 @@ func (d *Demo) startFHIR(ctx context.Context, medplum, dir string, key []byte, n
 		return "", err
 	}
 	d.fhir = srv
-	for i := range fhirPeople {
-		if _, err := srv.Post(fhirPatient(person(i))); err != nil {
-			return "", fmt.Errorf("seed: %w", err)
-		}
+	if err := seedFHIRPeople(srv, now); err != nil {
+		return "", fmt.Errorf("seed: %w", err)
 	}
 	for i, a := range practitioners {
 		id, err := srv.PostAgent(a, freeTime(a.Timezone, now))
@@ -217,6 +219,25 @@ func (d *Demo) startFHIR(ctx context.Context, medplum, dir string, key []byte, n
     timeout: 5000
     retry_attempts: 1
 `, FHIRName, srv.URL(), enc), nil
+}
+
+// seedFHIRPeople creates people [0, fhirPeople) in srv, then their
+// records as of the day of now, in batches.
+func seedFHIRPeople(srv *fhirserver.Server, now time.Time) error {
+	var records []map[string]any
+	for i := range fhirPeople {
+		created, err := srv.Post(fhirPatient(person(i)))
+		if err != nil {
+			return err
+		}
+		id, _ := created["id"].(string) // Post checks it is there
+		fhir, _ := recordsOf(i, now)
+		for _, r := range fhir {
+			records = append(records, fhirRecord(r, id))
+		}
+	}
+	_, err := srv.Batch(records)
+	return err
 }
 
 // Agent is the first practitioner (AgentID's): its name and time zone.
