@@ -91,6 +91,15 @@ func (s *Server) Create(t testing.TB, resource map[string]any) map[string]any {
 	return must(t, created, err)
 }
 
+// Update changes a stored resource (with its resourceType and id) with a
+// PUT, as the EHR's own screens would, and returns it as stored, with its
+// new meta. It fails the test on anything but 200 OK.
+func (s *Server) Update(t testing.TB, resource map[string]any) map[string]any {
+	t.Helper()
+	updated, err := s.Put(resource)
+	return must(t, updated, err)
+}
+
 // Seed creates resource like Create but keeps the meta.lastUpdated (and
 // meta.versionId) it carries, so tests can lay out _lastUpdated ranges.
 func (s *Server) Seed(t testing.TB, resource map[string]any) map[string]any {

@@ -42,3 +42,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 // WithoutRecords makes the bot answer records.search with unknown_action
 // (see wsbotserver.WithoutRecords).
 func WithoutRecords() Option { return wsbotserver.WithoutRecords() }
+
+// WithoutChanges makes the bot answer appointments.changes with
+// unknown_action (see wsbotserver.WithoutChanges).
+func WithoutChanges() Option { return wsbotserver.WithoutChanges() }

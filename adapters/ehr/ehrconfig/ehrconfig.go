@@ -13,22 +13,37 @@
 // environment variable NAME. Plaintext secrets are refused.
 //
 // Defaults and bounds:
+//
 //   - search_endpoint: "/Patient" for fhir, "patients.search" for wsbot;
+//
 //   - search_types: [patient_record] (the only known type);
+//
 //   - timeout: 5000 ms, from 1 to 120000;
+//
 //   - retry_attempts: 0 (no retries unless configured, because a search
 //     is interactive and every retry adds to the caller's wait), from 0
 //     to 10;
+//
 //   - rate_limit.requests_per_minute: 0 = unlimited, up to 100000;
+//
 //   - authentication absent (or type none) = no credentials; a field of
 //     another authentication type is an error, so a misplaced credential
 //     is noticed rather than ignored;
+//
 //   - api_key_header: X-API-Key;
+//
 //   - base_url and token_url: https, or wss for wsbot; http and ws only
 //     on a loopback host (127.0.0.0/8, ::1, localhost);
+//
 //   - private_key_jwt (SMART Backend Services): token_url, client_id,
 //     key_id, algorithm RS384 (an RSA private_key of at least 2048 bits)
 //     or ES384 (a P-384 EC key), private_key a PEM (PKCS #8, PKCS #1 or SEC 1) given as a secret.
+//
+//   - sync.interval: how often the system is polled for the appointment
+//     changes made in the EHR itself, a Go duration ("60s", "2m"); "0s"
+//     turns it off; else from MinSyncInterval to MaxSyncInterval. Absent:
+//     DefaultSyncInterval for the integration EHRs (integration.ehr and
+//     the by_business values), off for the others (see SyncInterval).
 //
 // At least one system is required: a file without systems is taken for a
 // mistake (leave EHR_CONFIG unset to run without EHRs).
@@ -69,6 +84,14 @@ const (
 	DefaultAPIKeyHeader        = "X-API-Key"
 	DefaultFHIRSearchEndpoint  = "/Patient"
 	DefaultWSBotSearchEndpoint = "patients.search"
+
+	// DefaultSyncInterval is the sync interval of an integration EHR
+	// without sync.interval.
+	DefaultSyncInterval = 60 * time.Second
+	// MinSyncInterval and MaxSyncInterval bound a sync.interval that is
+	// not 0s (off).
+	MinSyncInterval = time.Second
+	MaxSyncInterval = 24 * time.Hour
 )
 
 // Adapter names the client that talks to a system.
@@ -127,6 +150,10 @@ type System struct {
 	RateLimit     RateLimit
 	Timeout       time.Duration // per request
 	RetryAttempts int
+	// SyncInterval is how often the system is polled for the appointment
+	// changes made in the EHR itself; 0 is off. Parse fills in the
+	// default (see SyncInterval).
+	SyncInterval time.Duration
 }
 
 // Auth holds a system's credentials, secrets already decrypted. Printing or
@@ -167,6 +194,30 @@ func (c *Config) System(name string) (System, bool) {
 		}
 	}
 	return System{}, false
+}
+
+// SyncInterval returns the effective sync interval of the system called
+// name: its sync.interval when the file sets it (0s: off), else
+// DefaultSyncInterval for an integration EHR (integration.ehr or a
+// by_business value) and 0 (off) for the others. It is 0 for an unknown
+// name.
+func (c *Config) SyncInterval(name string) time.Duration {
+	s, _ := c.System(name)
+	return s.SyncInterval
+}
+
+// isIntegration reports whether the system called name is behind the
+// appointment endpoints for some business.
+func (c *Config) isIntegration(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, n := range c.Integration.ByBusiness {
+		if n == name {
+			return true
+		}
+	}
+	return c.Integration.EHR == name
 }
 
 // Serves reports whether the system called name exists and serves the
@@ -237,6 +288,7 @@ func (s System) LogValue() slog.Value {
 		slog.Int("requests_per_minute", s.RateLimit.RequestsPerMinute),
 		slog.Int64("timeout_ms", s.Timeout.Milliseconds()),
 		slog.Int("retry_attempts", s.RetryAttempts),
+		slog.String("sync_interval", s.SyncInterval.String()),
 	)
 }
 
@@ -262,6 +314,10 @@ type (
 		RateLimit      *rawRateLimit `yaml:"rate_limit"`
 		Timeout        *int          `yaml:"timeout"`
 		RetryAttempts  *int          `yaml:"retry_attempts"`
+		Sync           *rawSync      `yaml:"sync"`
+	}
+	rawSync struct {
+		Interval *string `yaml:"interval"`
 	}
 	rawAuth struct {
 		Type         string   `yaml:"type"`
@@ -332,8 +388,10 @@ func Parse(data []byte, credentialsKey []byte, getenv func(string) string) (*Con
 		v.add("ehr_systems", "at least one system is required")
 	}
 	seen := map[string]int{}
+	syncSet := make([]bool, len(raw.Systems))
 	for i, rs := range raw.Systems {
 		s := v.system(i, rs)
+		syncSet[i] = rs.Sync != nil && rs.Sync.Interval != nil
 		if s.Name != "" {
 			if j, dup := seen[s.Name]; dup {
 				v.add(fmt.Sprintf("ehr_systems[%d] %s: name", i, s.Name), "duplicates ehr_systems[%d]", j)
@@ -354,6 +412,11 @@ func Parse(data []byte, credentialsKey []byte, getenv func(string) string) (*Con
 	}
 	if err := errors.Join(v.errs...); err != nil {
 		return nil, err
+	}
+	for i := range cfg.Systems {
+		if !syncSet[i] && cfg.isIntegration(cfg.Systems[i].Name) {
+			cfg.Systems[i].SyncInterval = DefaultSyncInterval
+		}
 	}
 	return cfg, nil
 }

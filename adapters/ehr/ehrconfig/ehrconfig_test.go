@@ -100,6 +100,7 @@ ehr_systems:
     rate_limit: { requests_per_minute: 300 }
     timeout: 5000               # milliseconds, per request
     retry_attempts: 3           # exponential backoff with jitter; honours Retry-After
+    sync: { interval: 60s }     # optional: poll for appointment changes made in the EHR
   - name: bot.b
     adapter: wsbot
     base_url: wss://bot.example/ws
@@ -135,6 +136,7 @@ integration:
 			RateLimit:     RateLimit{RequestsPerMinute: 300},
 			Timeout:       5 * time.Second,
 			RetryAttempts: 3,
+			SyncInterval:  60 * time.Second,
 		}, {
 			Name:           "bot.b",
 			Adapter:        AdapterWSBot,

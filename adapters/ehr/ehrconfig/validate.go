@@ -46,6 +46,7 @@ func (v *validator) system(i int, rs rawSystem) System {
 	s.SearchTypes = v.searchTypes(at, rs.SearchTypes)
 	v.sites(at, rs.Sites)
 	v.limits(at, rs, &s)
+	s.SyncInterval = v.syncInterval(at, rs.Sync)
 	if rs.Businesses != nil {
 		s.Businesses = v.businesses(at, *rs.Businesses)
 	}
@@ -136,6 +137,33 @@ func (v *validator) limits(at string, rs rawSystem, s *System) {
 			s.RateLimit.RequestsPerMinute = n
 		}
 	}
+}
+
+// syncInterval checks sync.interval: a Go duration, 0s (off) or from
+// MinSyncInterval to MaxSyncInterval. Absent, it is 0 here: Parse gives
+// the integration EHRs their default once it knows them.
+func (v *validator) syncInterval(at string, rs *rawSync) time.Duration {
+	if rs == nil || rs.Interval == nil {
+		return 0
+	}
+	at += ": sync.interval"
+	written := strings.TrimSpace(*rs.Interval)
+	d, err := time.ParseDuration(written)
+	switch {
+	case written == "":
+		v.add(at, "is empty; write a duration such as 60s or 2m (0s turns sync off)")
+	case err != nil:
+		v.add(at, "%q is not a duration; write one such as 60s or 2m (0s turns sync off)", safeName(written))
+	case d < 0:
+		v.add(at, "must not be negative (0s turns sync off)")
+	case d > 0 && d < MinSyncInterval:
+		v.add(at, "must be at least %s (or 0s to turn sync off)", MinSyncInterval)
+	case d > MaxSyncInterval:
+		v.add(at, "must be at most %s", MaxSyncInterval)
+	default:
+		return d
+	}
+	return 0
 }
 
 // businesses checks a system's businesses: UUIDs, at least one, no

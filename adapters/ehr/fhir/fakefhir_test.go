@@ -25,8 +25,11 @@ import (
 // create (with If-None-Exist) and update (with If-Match) of Practitioner,
 // PractitionerRole, Schedule, Slot and Appointment; search of the nine
 // clinical types by patient (and by their US Core date parameter where it
-// covers the clinical date). An unknown search parameter is a 400, as on a
-// strict server.
+// covers the clinical date); _lastUpdated (gt, ge, …) and
+// _sort=_lastUpdated (ascending; by id among equal instants) on every
+// type. Every write sets meta.versionId (1, 2, …) and meta.lastUpdated,
+// to the millisecond and strictly later than the write before. An
+// unknown search parameter is a 400, as on a strict server.
 type fakeFHIR struct {
 	*httptest.Server
 	t *testing.T
@@ -34,6 +37,7 @@ type fakeFHIR struct {
 	mu        sync.Mutex
 	resources map[string][]map[string]any // by type, in creation order
 	seq       int
+	lastWrite time.Time       // meta.lastUpdated of the last write
 	requests  []*http.Request // copies of those received, in order
 
 	// pageSize is the largest page the server returns (default 10).
@@ -74,9 +78,34 @@ func (f *fakeFHIR) store(resource map[string]any) string {
 	f.seq++
 	id := fmt.Sprintf("%s-%d", strings.ToLower(typ[:3]), f.seq)
 	resource["id"] = id
-	resource["meta"] = map[string]any{"versionId": "1", "lastUpdated": time.Now().UTC().Format(time.RFC3339Nano)}
+	resource["meta"] = map[string]any{"versionId": "1", "lastUpdated": f.tick()}
 	f.resources[typ] = append(f.resources[typ], resource)
 	return id
+}
+
+// tick is the lastUpdated of a write: now to the millisecond, and
+// strictly after the last write's.
+func (f *fakeFHIR) tick() string {
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	if !at.After(f.lastWrite) {
+		at = f.lastWrite.Add(time.Millisecond)
+	}
+	f.lastWrite = at
+	return at.Format(time.RFC3339Nano)
+}
+
+// modify changes the stored typ/id as a write of the EHR's own screens
+// would: change edits it, and it gets a new version and lastUpdated.
+func (f *fakeFHIR) modify(typ, id string, change func(res map[string]any)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	res := f.find(typ, id)
+	if res == nil {
+		f.t.Fatalf("fake FHIR: no %s/%s", typ, id)
+	}
+	change(res)
+	version, _ := strconv.Atoi(fmt.Sprint(res["meta"].(map[string]any)["versionId"]))
+	res["meta"] = map[string]any{"versionId": strconv.Itoa(version + 1), "lastUpdated": f.tick()}
 }
 
 func (f *fakeFHIR) get(typ, id string) map[string]any {
@@ -283,7 +312,7 @@ func (f *fakeFHIR) update(w http.ResponseWriter, r *http.Request, typ, id string
 		f.outcome(w, 412, "version conflict")
 		return
 	}
-	res["meta"] = map[string]any{"versionId": strconv.Itoa(version + 1), "lastUpdated": time.Now().UTC().Format(time.RFC3339Nano)}
+	res["meta"] = map[string]any{"versionId": strconv.Itoa(version + 1), "lastUpdated": f.tick()}
 	list := f.resources[typ]
 	for i := range list {
 		if list[i]["id"] == id {
@@ -311,6 +340,16 @@ func (f *fakeFHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 	if err != nil {
 		f.outcome(w, 400, err.Error())
 		return
+	}
+	if sort := q.Get("_sort"); sort != "" && !f.ignored["_sort"] {
+		if sort != "_lastUpdated" {
+			f.outcome(w, 400, "unsupported _sort "+sort)
+			return
+		}
+		matches = slices.Clone(matches)
+		slices.SortStableFunc(matches, func(a, b map[string]any) int {
+			return strings.Compare(lastUpdated(a)+"|"+a["id"].(string), lastUpdated(b)+"|"+b["id"].(string))
+		})
 	}
 	pg := matches[min(offset, len(matches)):min(offset+count, len(matches))]
 	var entries []any
@@ -350,10 +389,10 @@ func (f *fakeFHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 func (f *fakeFHIR) match(typ string, q url.Values) ([]map[string]any, error) {
 	params := searchParams[typ]
 	for k := range q {
-		if k == "_count" || k == "_offset" || k == "_revinclude" || k == "_total" {
+		if k == "_count" || k == "_offset" || k == "_revinclude" || k == "_total" || k == "_sort" {
 			continue
 		}
-		if _, ok := params[k]; !ok {
+		if _, ok := params[k]; !ok && k != "_lastUpdated" {
 			return nil, fmt.Errorf("unknown search parameter %s for %s", k, typ)
 		}
 	}
@@ -362,6 +401,9 @@ func (f *fakeFHIR) match(typ string, q url.Values) ([]map[string]any, error) {
 		ok := true
 		for k, values := range q {
 			m := params[k]
+			if k == "_lastUpdated" {
+				m = func(res map[string]any, v string) bool { return compareDate(field(res, "meta", "lastUpdated"), v) }
+			}
 			if m == nil || f.ignored[k] {
 				continue
 			}
@@ -465,6 +507,16 @@ var searchParams = map[string]map[string]matcher{
 			return false
 		},
 	},
+}
+
+// lastUpdated is res's meta.lastUpdated, a fixed-width UTC instant here
+// (tick), so that its text sorts as its time.
+func lastUpdated(res map[string]any) string {
+	s, _ := field(res, "meta", "lastUpdated").(string)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
+	}
+	return s
 }
 
 // ofPatient matches a clinical resource whose subject (or patient) is the

@@ -205,7 +205,8 @@ func holdsTime(code string) bool {
 // toAppointment converts a FHIR Appointment into the internal record of
 // source. The EHR's id is both ID and ExternalID. CreatedAt is
 // Appointment.created, else meta.lastUpdated (exact only while the
-// appointment has one version); UpdatedAt is meta.lastUpdated. The patient
+// appointment has one version); UpdatedAt is meta.lastUpdated; Ref is the
+// booking reference of our identifier (see bookingRef). The patient
 // is the contained Patient the patient participant refers to (else the
 // first contained Patient); an appointment whose patient is a reference to
 // a Patient elsewhere gives only the participant's display name.
@@ -254,6 +255,7 @@ func toAppointment(ap appointment, source string, log *slog.Logger) ehr.Appointm
 		out.Patient.LastName = words[len(words)-1]
 		out.Patient.FirstName = strings.Join(words[:len(words)-1], " ")
 	}
+	out.Ref = bookingRef(ap.Identifier)
 	if ap.Meta != nil {
 		out.UpdatedAt = instant(ap.Meta.LastUpdated)
 	}
@@ -262,6 +264,21 @@ func toAppointment(ap appointment, source string, log *slog.Logger) ehr.Appointm
 		out.CreatedAt = out.UpdatedAt
 	}
 	return out
+}
+
+// bookingRef is the booking reference of the identifier of
+// IdentifierSystem that CreateAppointment puts on an Appointment
+// ("urn:uuid:<ref>"); "" when it has none.
+func bookingRef(ids []plainIdentifier) string {
+	for _, id := range ids {
+		if strings.TrimSpace(id.System) != IdentifierSystem {
+			continue
+		}
+		if ref, ok := strings.CutPrefix(strings.TrimSpace(id.Value), "urn:uuid:"); ok && ref != "" {
+			return ref
+		}
+	}
+	return ""
 }
 
 // findContainedPatient returns the contained Patient with local id ref

@@ -19,6 +19,8 @@ func (c *Client) protocolError(action string, pe *wireError) error {
 	case pe.Code == "unknown_action" && action == actionSearchRecords:
 		return &core.Error{Kind: core.KindBadGateway, Code: codeRecordTypeNotSupported,
 			Message: c.name + " cannot search clinical records", Err: cause}
+	case pe.Code == "unknown_action" && action == actionChanges:
+		return ehr.ErrChangesNotSupported.Wrap(cause)
 	case pe.Code == "unauthorized":
 		return &core.Error{Kind: core.KindBadGateway, Code: "ehr_unauthorized",
 			Message: c.name + " refused the credentials", Err: cause}

@@ -231,6 +231,39 @@ func (s *Server) post(resource map[string]any, keepMeta bool) (map[string]any, e
 	return created, nil
 }
 
+// Put updates resource (a FHIR JSON object with resourceType and id)
+// with a PUT to its type and id, as a change made in the EHR's own
+// screens, and returns the stored resource with its new meta. Anything but
+// 200 OK is an error.
+func (s *Server) Put(resource map[string]any) (map[string]any, error) {
+	typ, _ := resource["resourceType"].(string)
+	id, _ := resource["id"].(string)
+	if typ == "" || id == "" {
+		return nil, errors.New("update: resource has no resourceType or id")
+	}
+	body, err := json.Marshal(resource)
+	if err != nil {
+		return nil, fmt.Errorf("update %s/%s: %w", typ, id, err)
+	}
+	req, err := http.NewRequest(http.MethodPut, s.base+"/"+typ+"/"+id, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("update %s/%s: %w", typ, id, err)
+	}
+	req.Header.Set("Content-Type", "application/fhir+json")
+	out, status, err := s.do(req)
+	if err != nil {
+		return nil, fmt.Errorf("update %s/%s: %w", typ, id, err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("update %s/%s: status %d: %s", typ, id, status, out)
+	}
+	var updated map[string]any
+	if err := json.Unmarshal(out, &updated); err != nil {
+		return nil, fmt.Errorf("update %s/%s: decode %q: %w", typ, id, out, err)
+	}
+	return updated, nil
+}
+
 // GetJSON sends an authenticated GET for path (relative to the FHIR base,
 // e.g. "Patient?family=doe", or an absolute http:// URL) and returns the
 // status and decoded JSON body.

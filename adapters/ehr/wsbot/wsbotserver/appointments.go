@@ -61,7 +61,7 @@ func (s *Server) create(payload json.RawMessage) (any, *protoError) {
 		return nil, fail(CodeAgentUnavailable, "the agent is not free then")
 	}
 	s.seq++
-	now := time.Now().UTC().Truncate(time.Millisecond)
+	now := s.tickLocked()
 	ap := &appointment{
 		id: fmt.Sprintf("apt-%d", s.seq), agentID: p.AgentID, start: start, end: end, status: "booked",
 		reason: p.Reason, locationID: p.LocationID, patient: p.Patient, externalID: p.ExternalID, createdAt: now, updatedAt: now,
@@ -158,7 +158,7 @@ func (s *Server) cancel(payload json.RawMessage) (any, *protoError) {
 		return nil, fail(CodeConflict, "the appointment is already cancelled")
 	}
 	ap.status, ap.cancelReason = "cancelled", p.Reason
-	ap.updatedAt = time.Now().UTC().Truncate(time.Millisecond)
+	ap.updatedAt = s.tickLocked()
 	return ap.json(), nil
 }
 
@@ -189,7 +189,7 @@ func (s *Server) reschedule(payload json.RawMessage) (any, *protoError) {
 		return nil, fail(CodeAgentUnavailable, "the agent is not free then")
 	}
 	ap.start, ap.end = start, end
-	ap.updatedAt = time.Now().UTC().Truncate(time.Millisecond)
+	ap.updatedAt = s.tickLocked()
 	return ap.json(), nil
 }
 

@@ -132,11 +132,12 @@ var actions = map[string]func(*Server, json.RawMessage) (any, *protoError){
 	"appointments.reschedule": (*Server).reschedule,
 	"patients.search":         (*Server).searchPatients,
 	actionSearchRecords:       (*Server).searchRecords,
+	actionChanges:             (*Server).changes,
 }
 
 func (s *Server) handle(action string, payload json.RawMessage) (any, *protoError) {
 	h, ok := actions[action]
-	if !ok || action == actionSearchRecords && s.noRecords {
+	if !ok || action == actionSearchRecords && s.noRecords || action == actionChanges && s.noChanges {
 		return nil, fail(CodeUnknownAction, "unknown action %q", action)
 	}
 	return h(s, payload)

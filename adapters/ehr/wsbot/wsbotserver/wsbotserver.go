@@ -14,7 +14,8 @@
 // Actions (payloads and results as in the contract): appointments.create,
 // appointments.list, appointments.get, appointments.cancel,
 // appointments.reschedule, agents.list, agents.get, agents.availability,
-// patients.search and records.search (unless WithoutRecords). Error codes: not_found, agent_unavailable (a booking
+// patients.search, records.search (unless WithoutRecords) and
+// appointments.changes (unless WithoutChanges). Error codes: not_found, agent_unavailable (a booking
 // that overlaps a booked appointment or falls outside the agent's free
 // time), conflict (cancelling or rescheduling a cancelled appointment),
 // invalid (a malformed frame or payload), unauthorized (see
@@ -41,7 +42,14 @@
 //     when it overlaps the range, an undated record only without a range);
 //     records come newest first by their date compared as text (undated
 //     last), then by id; a quantity's value is a JSON number (see
-//     AddRecord for the malformed one).
+//     AddRecord for the malformed one);
+//   - every change of an appointment (through the protocol or the
+//     methods AddAppointment, MoveAppointment and SetAppointmentStatus,
+//     as the EHR's own screens) sets its updatedAt to now, to the
+//     millisecond and strictly later than the change before;
+//     appointments.changes answers {items} — every appointment whose
+//     updatedAt is after since (RFC 3339; absent: all), in no particular
+//     order (the client sorts).
 package wsbotserver
 
 import (
@@ -104,7 +112,9 @@ type Server struct {
 	closed      bool
 	auth        string
 	inBand      bool
-	noRecords   bool // records.search answers unknown_action
+	noRecords   bool      // records.search answers unknown_action
+	noChanges   bool      // appointments.changes answers unknown_action
+	lastChange  time.Time // updatedAt of the last change (tickLocked)
 	delays      map[string]time.Duration
 	silent      map[string]bool // actions carried out but never answered
 	ignorePings bool
@@ -214,14 +224,15 @@ func (s *Server) AddPatient(p ehr.Patient) string {
 }
 
 // SetAppointmentStatus overwrites the stored status of an appointment with
-// any string (a status the contract does not know, too); false when there
-// is no such appointment.
+// any string (a status the contract does not know, too), as a change made
+// in the EHR's own screens (its updatedAt moves); false when there is no
+// such appointment.
 func (s *Server) SetAppointmentStatus(id, status string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.appts[id]
 	if ok {
-		a.status = status
+		a.status, a.updatedAt = status, s.tickLocked()
 	}
 	return ok
 }
