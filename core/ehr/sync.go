@@ -127,43 +127,63 @@ func (s *Syncer) PollOnce(ctx context.Context) (PollResult, error) {
 // poll reads and takes in the batches of one PollOnce.
 func (s *Syncer) poll(ctx context.Context, cur SyncCursor, res *PollResult) error {
 	res.Baseline = !cur.Baselined && !s.cfg.History
-	since := cur.Watermark
+	since, max := cur.Watermark, s.cfg.Batch
 	if !since.IsZero() {
 		since = since.Add(-s.cfg.Overlap)
 	}
-	for range s.cfg.MaxBatches {
-		changes, more, err := s.feed.AppointmentChanges(ctx, since, s.cfg.Batch)
+	// Only batches that move the watermark count against MaxBatches: those
+	// that read the overlap again do not, so a poll always gets past it
+	// (up to a hard bound of maxReread times as many batches).
+	for forward, n := 0, 0; forward < s.cfg.MaxBatches && n < maxReread*s.cfg.MaxBatches; n++ {
+		changes, more, err := s.feed.AppointmentChanges(ctx, since, max)
 		if errors.Is(err, ErrChangesNotSupported) {
 			return err
 		}
 		if err != nil {
 			return fmt.Errorf("read the appointment changes of %s: %w", s.cfg.System, err)
 		}
+		before := cur.Watermark
 		if cur, err = s.takeIn(ctx, cur, changes, !more, res); err != nil {
 			return err
+		}
+		if cur.Watermark.After(before) {
+			forward++
 		}
 		res.Batches++
 		res.Watermark, res.More = cur.Watermark, more
 		if !more {
 			return nil
 		}
-		since = nextSince(since, changes)
+		since, max = s.next(since, max, changes)
 	}
 	return nil
 }
 
-// nextSince is where the next batch of one poll starts: just before the
-// newest change of this one, so changes of the same instant beyond the
-// batch's end are not lost (those already taken in are deduplicated by
-// version); at that instant itself when that would not move forward (more
-// than a batch of changes in one millisecond: the rest are skipped).
-func nextSince(since time.Time, changes []AppointmentChange) time.Time {
+// next is where the next batch of one poll starts, and its size. A feed
+// tells changes after an instant, so changes of the instant a batch ended
+// at may lie beyond its end: the next batch starts just before that
+// instant (what it reads again is deduplicated by version). A batch that
+// lay wholly within one millisecond would give itself again: the next asks
+// for twice as many (up to 8 batches), and past that moves on from the
+// instant (more changes than that in one millisecond: the rest are lost).
+func (s *Syncer) next(since time.Time, max int, changes []AppointmentChange) (time.Time, int) {
 	newest := newestChange(since, changes)
-	if next := newest.Add(-time.Millisecond); next.After(since) {
-		return next
+	switch next := newest.Add(-time.Millisecond); {
+	case next.After(since):
+		return next, s.cfg.Batch
+	case max < maxTieBatches*s.cfg.Batch:
+		return since, 2 * max
 	}
-	return newest
+	return newest, s.cfg.Batch
 }
+
+// maxReread bounds the batches of one poll, those reading the overlap
+// again included, to maxReread × MaxBatches.
+const maxReread = 4
+
+// maxTieBatches bounds how far next grows a batch to read the changes of
+// one instant.
+const maxTieBatches = 8
 
 // newestChange is the newest UpdatedAt of changes, at least from.
 func newestChange(from time.Time, changes []AppointmentChange) time.Time {
