@@ -9,17 +9,26 @@ import "context"
 // is not remembered.
 
 // rememberBooking remembers appointment a, booked through the API for
-// business, unless sync already knows it (its poller saw it first, found
-// it ours and published nothing).
+// business. When sync already knows it (its poller saw it first, found it
+// ours and published nothing), only its business is set, which the poller
+// could not know yet: a later state seen in the EHR stays.
 func rememberBooking(ctx context.Context, r Repos, a Appointment, business string) error {
 	if a.Source == "" {
 		return nil
 	}
 	known, err := r.Sync.Known(ctx, a.Source, []string{a.ID})
-	if _, ok := known[a.ID]; ok || err != nil {
+	if err != nil {
 		return err
 	}
-	return r.Sync.Remember(ctx, a.Source, apiState(a, business))
+	k, ok := known[a.ID]
+	switch {
+	case !ok:
+		return r.Sync.Remember(ctx, a.Source, apiState(a, business))
+	case k.Business != business:
+		k.Business = business
+		return r.Sync.Remember(ctx, a.Source, k)
+	}
+	return nil
 }
 
 // rememberChange remembers a's state after a move or a cancellation

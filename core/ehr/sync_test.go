@@ -536,3 +536,26 @@ func TestSyncerReconcile_LeaseLostOrEHRDownWritesNothing(t *testing.T) {
 		t.Fatalf("a reconciler without its lease wrote: %+v, %q", s, r.published())
 	}
 }
+
+func TestSyncer_OwnBookingThePollerSawFirstGetsItsBusiness(t *testing.T) {
+	s, c, feed, syncer := apiAndSync(t)
+	create := c.CreateAppointmentFunc
+	c.CreateAppointmentFunc = func(ctx context.Context, a Appointment) (Appointment, error) {
+		booked, err := create(ctx, a)
+		checkedIn := booked
+		checkedIn.Status = StatusCheckedIn // and checked in at once, before the API path records it
+		feed.put(checkedIn, ehrAt(5), "5")
+		if res, err := syncer.PollOnce(ctx); err != nil || len(res.Events) != 0 {
+			t.Errorf("poll %+v, %v: the poller published Carebridge's own booking", res, err)
+		}
+		return booked, err
+	}
+	ctx := context.WithValue(caller("u"), actingKey{}, "biz-1") // acting for biz-1
+	if _, err := s.Book(ctx, request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.tx.(*memTx).sync.state("test", "appt-1")
+	if st.Business != "biz-1" || st.Status != StatusCheckedIn || st.Version != "5" {
+		t.Fatalf("state %+v: want the poller's state with the booking's business", st)
+	}
+}
