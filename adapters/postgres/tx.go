@@ -117,7 +117,7 @@ func (s *Store) EHRTx() EHRTx { return EHRTx{s} }
 // WithinTx runs fn with repositories of one transaction.
 func (e EHRTx) WithinTx(ctx context.Context, fn func(ctx context.Context, r ehr.Repos) error) error {
 	return e.s.withinTx(ctx, func(t *txn) error {
-		return fn(ctx, ehr.Repos{Idempotency: &Idempotency{db: t}, Bookings: &Bookings{db: t}, Outbox: &Outbox{db: t}})
+		return fn(ctx, ehr.Repos{Idempotency: &Idempotency{db: t}, Bookings: &Bookings{db: t}, Outbox: &Outbox{db: t}, Sync: &Sync{db: t}})
 	})
 }
 

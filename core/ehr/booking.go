@@ -358,13 +358,16 @@ func (s *Scheduling) create(ctx context.Context, sch Scheduler, h Hold, a Appoin
 
 // settle records a booking the EHR confirmed and removes its hold: with its
 // Idempotency-Key's outcome when it has one, in one transaction, with its
-// event.
+// event and sync's state of it (rememberBooking).
 func (s *Scheduling) settle(ctx context.Context, h Hold, a Appointment) error {
 	b := Booking{Subject: h.Subject, Business: h.Business, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID}
 	e := appointmentEvent(core.AppointmentBooked, a, h.Business)
 	record := func(ctx context.Context, r Repos) error {
 		recorded, err := r.Bookings.Record(ctx, b)
 		if err != nil || !recorded { // a booking recorded again emits nothing
+			return err
+		}
+		if err := rememberBooking(ctx, r, a, h.Business); err != nil {
 			return err
 		}
 		return r.Outbox.Emit(ctx, e)

@@ -333,7 +333,7 @@ func schedulingWith(c Scheduler, cfg SchedulingConfig) *Scheduling {
 	holds := newMemHolds(log, func() time.Time { return nowTest })
 	log.holds = holds
 	idem := memIdempotency()
-	s := NewScheduling(FixedSystems{SchedulingEHR: c}, holds, idem, log, memCounter(), &memTx{idem: idem, bookings: log}, cfg)
+	s := NewScheduling(FixedSystems{SchedulingEHR: c}, holds, idem, log, memCounter(), &memTx{idem: idem, bookings: log, sync: newMemSync()}, cfg)
 	s.now = func() time.Time { return nowTest }
 	return s
 }

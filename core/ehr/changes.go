@@ -33,11 +33,15 @@ func (s *Scheduling) Cancel(ctx context.Context, id, reason string) (Appointment
 }
 
 // changed notes a move or a cancellation the EHR confirmed in the booking
-// record and writes its event. The change is made: when this fails the
+// record and in sync's states (rememberChange) and writes its event. The change is made: when this fails the
 // caller is told (an error), since other systems will not hear of it.
 func (s *Scheduling) changed(ctx context.Context, t core.EventType, a Appointment, business string) error {
 	err := s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
 		if err := r.Bookings.Changed(ctx, business, a.ID, a.Start, a.Status == StatusCancelled); err != nil {
+			return err
+		}
+		publish, err := rememberChange(ctx, r, a, business)
+		if err != nil || !publish {
 			return err
 		}
 		return r.Outbox.Emit(ctx, appointmentEvent(t, a, business))

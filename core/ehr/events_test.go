@@ -19,6 +19,7 @@ import (
 type memTx struct {
 	idem     IdempotencyStore
 	bookings BookingLog
+	sync     *memSync // sync's states (Repos.Sync)
 	mu       sync.Mutex
 	events   []core.Event
 	// emit, when set, is what Emit returns (a failing outbox).
@@ -27,7 +28,7 @@ type memTx struct {
 
 func (m *memTx) WithinTx(ctx context.Context, fn func(context.Context, Repos) error) error {
 	o := &memOutbox{err: m.emit}
-	if err := fn(ctx, Repos{Idempotency: m.idem, Bookings: m.bookings, Outbox: o}); err != nil {
+	if err := fn(ctx, Repos{Idempotency: m.idem, Bookings: m.bookings, Outbox: o, Sync: m.sync}); err != nil {
 		return err
 	}
 	m.mu.Lock()

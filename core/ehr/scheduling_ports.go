@@ -126,6 +126,10 @@ type Repos struct {
 	Idempotency IdempotencyStore
 	Bookings    BookingLog
 	Outbox      core.Outbox
+	// Sync remembers the appointment states sync classifies changes
+	// against: the API paths write theirs with their events, so the poller
+	// sees no difference and publishes no second event.
+	Sync SyncRepo
 }
 
 // Counter counts calls in fixed windows, for rate limits (the search

@@ -7,6 +7,8 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
+//go:generate go tool moq -rm -out sync_moq_test.go . ChangeFeed SyncStore SyncRepo
+
 // The ports of EHR sync (issue 21): hearing the appointment changes made
 // in the EHR itself, not through the API.
 
@@ -39,3 +41,65 @@ type ChangeFeed interface {
 // changes (a bot answering unknown_action to appointments.changes): its
 // poller logs it once and stops.
 var ErrChangesNotSupported = &core.Error{Kind: core.KindBadGateway, Code: "changes_not_supported", Message: "The EHR cannot tell its appointment changes"}
+
+// AppointmentState is what sync remembers of one appointment of one EHR
+// system: the last state it has published or taken as known, which the next
+// change is classified against. Ids, statuses and times only.
+type AppointmentState struct {
+	ID         string // the appointment's id in its EHR system
+	AgentID    string
+	Version    string // AppointmentChange.Version; "" when the API path remembered it
+	Status     AppointmentStatus
+	Start, End time.Time
+	Business   string // the business its events belong to ("" none)
+}
+
+// SyncCursor is where a system's poller stands: the newest change it has
+// taken in, by the EHR's own clock (zero: none yet), and whether its first
+// sweep through the EHR's history (the baseline) is done.
+type SyncCursor struct {
+	Watermark time.Time
+	Baselined bool
+}
+
+// SyncStore keeps each system's poll cursor and lease, outside any
+// transaction (a driven port; adapters/postgres implements it).
+type SyncStore interface {
+	// Claim leases system's poller to owner for lease, when nobody else
+	// holds it (or the holder's lease ran out; owner's own lease is
+	// renewed), and returns the cursor; held is false when another owner
+	// holds it. The lease is the database's time, never the EHR's.
+	Claim(ctx context.Context, system, owner string, lease time.Duration) (c SyncCursor, held bool, err error)
+	// Polled notes a poll of system by owner ended now, with failure the
+	// failure's code ("" none): ids and codes only, never an EHR's words.
+	Polled(ctx context.Context, system, owner, failure string) error
+	// KnownBetween returns the states of system not cancelled whose start
+	// is in [from, to), at most max, by start.
+	KnownBetween(ctx context.Context, system string, from, to time.Time, max int) ([]AppointmentState, error)
+}
+
+// SyncRepo is sync's repository inside a Transactor's transaction
+// (Repos.Sync): the poller's batch and the API paths' changes write their
+// states with their events, so an event is committed with the state it
+// tells of.
+type SyncRepo interface {
+	// Hold checks, first in a transaction, that owner still holds system's
+	// lease, renews it for lease and keeps it until the transaction ends
+	// (a lock); a lease that has moved is ErrSyncLeaseLost.
+	Hold(ctx context.Context, system, owner string, lease time.Duration) error
+	// Known returns the states of system of those of ids it has, by id,
+	// locked until the transaction ends.
+	Known(ctx context.Context, system string, ids []string) (map[string]AppointmentState, error)
+	// Booked returns, for those of ids the booking log holds, the
+	// businesses it records them under (an id booked through the service).
+	Booked(ctx context.Context, ids []string) (map[string][]string, error)
+	// Remember stores s as system's state of appointment s.ID.
+	Remember(ctx context.Context, system string, s AppointmentState) error
+	// Advance moves system's cursor forward to c: the watermark never goes
+	// back (a zero one is unchanged), and a done baseline stays done.
+	Advance(ctx context.Context, system string, c SyncCursor) error
+}
+
+// ErrSyncLeaseLost is a poller whose lease another instance has taken
+// meanwhile: its transaction writes nothing.
+var ErrSyncLeaseLost = &core.Error{Kind: core.KindConflict, Code: "sync_lease_lost", Message: "Another instance polls this EHR now"}

@@ -1,0 +1,241 @@
+package ehr
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/carebridge/carebridge/core"
+)
+
+// memSync is a SyncStore and a SyncRepo in memory with the rules of the
+// PostgreSQL store (a lease per system with an expiry, a watermark that
+// never goes back); its mocks' functions may be replaced by a test.
+type memSync struct {
+	*SyncStoreMock
+	*SyncRepoMock
+	mu      sync.Mutex
+	now     time.Time // the database's clock
+	cursors map[string]memCursor
+	states  map[string]map[string]AppointmentState // system → id → state
+	booked  map[string][]string                    // appointment id → businesses
+	failure map[string]string                      // system → last poll's failure
+}
+
+type memCursor struct {
+	SyncCursor
+	owner string
+	until time.Time
+}
+
+func newMemSync() *memSync {
+	m := &memSync{now: nowTest, cursors: map[string]memCursor{}, states: map[string]map[string]AppointmentState{},
+		booked: map[string][]string{}, failure: map[string]string{}}
+	m.SyncStoreMock = &SyncStoreMock{ClaimFunc: m.claim, PolledFunc: m.polled, KnownBetweenFunc: m.knownBetween}
+	m.SyncRepoMock = &SyncRepoMock{HoldFunc: m.hold, KnownFunc: m.known, BookedFunc: m.bookedOf,
+		RememberFunc: m.remember, AdvanceFunc: m.advance}
+	return m
+}
+
+func (m *memSync) claim(_ context.Context, system, owner string, lease time.Duration) (SyncCursor, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cursors[system]
+	if c.owner != "" && c.owner != owner && c.until.After(m.now) {
+		return SyncCursor{}, false, nil
+	}
+	c.owner, c.until = owner, m.now.Add(lease)
+	m.cursors[system] = c
+	return c.SyncCursor, true, nil
+}
+
+func (m *memSync) polled(_ context.Context, system, _, failure string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failure[system] = failure
+	return nil
+}
+
+func (m *memSync) knownBetween(_ context.Context, system string, from, to time.Time, max int) ([]AppointmentState, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []AppointmentState
+	for _, s := range m.states[system] {
+		if s.Status != StatusCancelled && !s.Start.Before(from) && s.Start.Before(to) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b AppointmentState) int { return a.Start.Compare(b.Start) })
+	return out[:min(len(out), max)], nil
+}
+
+func (m *memSync) hold(_ context.Context, system, owner string, lease time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cursors[system]
+	if c.owner != owner || !c.until.After(m.now) {
+		return ErrSyncLeaseLost
+	}
+	c.until = m.now.Add(lease)
+	m.cursors[system] = c
+	return nil
+}
+
+func (m *memSync) known(_ context.Context, system string, ids []string) (map[string]AppointmentState, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]AppointmentState{}
+	for _, id := range ids {
+		if s, ok := m.states[system][id]; ok {
+			out[id] = s
+		}
+	}
+	return out, nil
+}
+
+func (m *memSync) bookedOf(_ context.Context, ids []string) (map[string][]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]string{}
+	for _, id := range ids {
+		if b, ok := m.booked[id]; ok {
+			out[id] = b
+		}
+	}
+	return out, nil
+}
+
+func (m *memSync) remember(_ context.Context, system string, s AppointmentState) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.states[system] == nil {
+		m.states[system] = map[string]AppointmentState{}
+	}
+	m.states[system][s.ID] = s
+	return nil
+}
+
+func (m *memSync) advance(_ context.Context, system string, to SyncCursor) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cursors[system]
+	if to.Watermark.After(c.Watermark) {
+		c.Watermark = to.Watermark
+	}
+	c.Baselined = c.Baselined || to.Baselined
+	m.cursors[system] = c
+	return nil
+}
+
+// cursor returns system's cursor.
+func (m *memSync) cursor(system string) SyncCursor {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cursors[system].SyncCursor
+}
+
+// state returns system's state of appointment id.
+func (m *memSync) state(system, id string) (AppointmentState, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.states[system][id]
+	return s, ok
+}
+
+// snapshot and restore roll a transaction back.
+func (m *memSync) snapshot() (map[string]memCursor, map[string]map[string]AppointmentState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	states := map[string]map[string]AppointmentState{}
+	for k, v := range m.states {
+		states[k] = maps.Clone(v)
+	}
+	return maps.Clone(m.cursors), states
+}
+
+func (m *memSync) restore(cursors map[string]memCursor, states map[string]map[string]AppointmentState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// The lease is not rolled back: Hold's renewal is, but keeping it
+	// changes nothing a test looks at.
+	m.cursors, m.states = cursors, states
+}
+
+// syncTx is a Transactor over a memSync whose transactions roll back: a
+// failed one leaves no state, cursor or event.
+type syncTx struct {
+	sync   *memSync
+	mu     sync.Mutex
+	events []core.Event
+	// emit, when set, is what Emit returns (a failing outbox).
+	emit error
+}
+
+func (t *syncTx) WithinTx(ctx context.Context, fn func(context.Context, Repos) error) error {
+	cursors, states := t.sync.snapshot()
+	o := &memOutbox{err: t.emit}
+	if err := fn(ctx, Repos{Sync: t.sync, Outbox: o}); err != nil {
+		t.sync.restore(cursors, states)
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events = append(t.events, o.events...)
+	return nil
+}
+
+func (t *syncTx) published() []core.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.events)
+}
+
+// memFeed is an EHR's change feed in memory: its appointments' current
+// states, answered oldest first by UpdatedAt, as the adapters do.
+type memFeed struct {
+	*ChangeFeedMock
+	mu      sync.Mutex
+	changes map[string]AppointmentChange
+	err     error
+}
+
+func newMemFeed() *memFeed {
+	f := &memFeed{changes: map[string]AppointmentChange{}}
+	f.ChangeFeedMock = &ChangeFeedMock{AppointmentChangesFunc: f.since}
+	return f
+}
+
+// put stores a change of a at the EHR's time at, with version v.
+func (f *memFeed) put(a Appointment, at time.Time, v string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a.UpdatedAt = at
+	f.changes[a.ID] = AppointmentChange{Appointment: a, Version: v}
+}
+
+func (f *memFeed) since(_ context.Context, since time.Time, max int) ([]AppointmentChange, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, false, f.err
+	}
+	var out []AppointmentChange
+	for _, c := range f.changes {
+		if c.Appointment.UpdatedAt.After(since) {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b AppointmentChange) int {
+		if c := a.Appointment.UpdatedAt.Compare(b.Appointment.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Appointment.ID, b.Appointment.ID)
+	})
+	if len(out) > max {
+		return out[:max], true, nil
+	}
+	return out, false, nil
+}
