@@ -45,7 +45,7 @@ func (c *Client) SearchRecords(ctx context.Context, q ehr.RecordQuery) ([]ehr.Re
 		if !e.matched() || e.typ != typ {
 			return nil
 		}
-		r, err := toRecord(q.Type, e.raw)
+		r, err := convertTyped(q.Type, e.raw) // e.typ is typ: the header is decoded
 		if err != nil {
 			msg := fmt.Sprintf("entry %d is not a valid %s", e.index, typ)
 			var de *decodeError
