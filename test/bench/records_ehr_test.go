@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -28,6 +29,22 @@ type recordsEHR struct {
 	person  []byte          // the Patient search Bundle
 	entries [][]byte        // the Observation entries, encoded
 	empty   json.RawMessage // a Bundle without entries
+
+	mu    sync.Mutex
+	spans []span // the requests answered since the last take
+}
+
+// span is when one request reached a fake EHR and when its answer was
+// written.
+type span struct{ in, out time.Time }
+
+// take returns the spans since the last take and forgets them.
+func (f *recordsEHR) take() []span {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.spans
+	f.spans = nil
+	return s
 }
 
 // recordsCodes are the LOINC laboratory codes the observations use.
@@ -61,6 +78,12 @@ func newRecordsEHR(b *testing.B, sys int, delay time.Duration) *recordsEHR {
 }
 
 func (f *recordsEHR) serve(w http.ResponseWriter, r *http.Request) {
+	in := time.Now()
+	defer func() {
+		f.mu.Lock()
+		f.spans = append(f.spans, span{in, time.Now()})
+		f.mu.Unlock()
+	}()
 	time.Sleep(f.delay)
 	q := r.URL.Query()
 	var page []byte

@@ -50,7 +50,7 @@ func BenchmarkRecords(b *testing.B) {
 	e.token = e.tokenFor("bench", recordsScopes)
 	load := loadAvg()
 	ceiling, decoded := recordsCeiling(b, ehrs[len(ehrs)-1])
-	cold := e.recordsCold()
+	cold := e.recordsCold(ehrs[len(ehrs)-1])
 	cached := e.recordsCached()
 	r := recordsReport{ceiling: ceiling, decoded: decoded, cold: cold, cached: cached, load: [2]string{load, loadAvg()}}
 	r.print()
@@ -87,6 +87,52 @@ type recordsColdRun struct {
 	sampled  int64           // largest VmRSS sampled during them
 	hwm      int64           // VmHWM after them
 	hwmReset bool            // VmHWM was reset to idle before them
+	path     []criticalPath  // of each run, at the slowest EHR
+}
+
+// criticalPath splits a cold search's time as the slowest EHR saw it:
+// from the request to the service until the EHR's first request (in),
+// the EHR's own answers (at the EHR: from a request's arrival to its
+// answer written), the service's time between an answer of the EHR and
+// its next request (gaps, in all), and from the EHR's last answer to the
+// answer of the service (out).
+type criticalPath struct {
+	in, ehr, gaps, out time.Duration
+	requests           int
+}
+
+func newCriticalPath(start, end time.Time, spans []span) criticalPath {
+	if len(spans) == 0 {
+		return criticalPath{}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.in.Compare(b.in) })
+	p := criticalPath{in: spans[0].in.Sub(start), out: end.Sub(spans[len(spans)-1].out), requests: len(spans)}
+	for i, s := range spans {
+		p.ehr += s.out.Sub(s.in)
+		if i > 0 {
+			p.gaps += s.in.Sub(spans[i-1].out)
+		}
+	}
+	return p
+}
+
+// medianPath is the median of each part of paths.
+func medianPath(paths []criticalPath) criticalPath {
+	part := func(f func(criticalPath) time.Duration) time.Duration {
+		v := make([]time.Duration, len(paths))
+		for i, p := range paths {
+			v[i] = f(p)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return criticalPath{
+		in:       part(func(p criticalPath) time.Duration { return p.in }),
+		ehr:      part(func(p criticalPath) time.Duration { return p.ehr }),
+		gaps:     part(func(p criticalPath) time.Duration { return p.gaps }),
+		out:      part(func(p criticalPath) time.Duration { return p.out }),
+		requests: paths[len(paths)/2].requests,
+	}
 }
 
 func (c recordsColdRun) median() time.Duration { return c.runs[len(c.runs)/2] }
@@ -107,7 +153,7 @@ func (c recordsColdRun) growMiB() float64 { return kib2mib(c.peak() - c.idle) }
 // the connections to the EHRs) and a cached one, lets it idle, then runs
 // recordsCold cold searches, each as a new caller so that each misses the
 // cache, sampling the service's RSS meanwhile.
-func (e *world) recordsCold() recordsColdRun {
+func (e *world) recordsCold(slowest *recordsEHR) recordsColdRun {
 	e.b.Helper()
 	tokens := make([]string, recordsCold+1)
 	for i := range tokens {
@@ -123,9 +169,12 @@ func (e *world) recordsCold() recordsColdRun {
 	stop := e.sampleRSS()
 	cpu := procCPU(pid)
 	for _, tok := range tokens[1:] {
+		slowest.take()
 		t0 := time.Now()
 		a := e.recordSearch(tok, recordsBody(1), false)
-		c.runs = append(c.runs, time.Since(t0))
+		t1 := time.Now()
+		c.runs = append(c.runs, t1.Sub(t0))
+		c.path = append(c.path, newCriticalPath(t0, t1, slowest.take()))
 		if a.total != c.records {
 			e.b.Fatalf("cold search answered %d records, the first %d", a.total, c.records)
 		}
@@ -213,6 +262,9 @@ func (r recordsReport) print() {
 		len(c.runs), c.median().Round(100*time.Microsecond), c.max().Round(100*time.Microsecond), recordsSlack,
 		(r.ceiling + recordsSlack).Round(100*time.Microsecond), pass(r.coldPass()))
 	fmt.Printf("  service CPU per cold search: %.1f ms; runs %v\n", c.cpu*1000/float64(len(c.runs)), roundMs(c.runs))
+	p := medianPath(c.path)
+	fmt.Printf("  as the 120 ms EHR saw it (medians): request to its first request %s; its %d answers %s; service between its answers and its next requests %s in all; its last answer to the service's %s\n",
+		p.in.Round(100*time.Microsecond), p.requests, p.ehr.Round(100*time.Microsecond), p.gaps.Round(100*time.Microsecond), p.out.Round(100*time.Microsecond))
 	fmt.Printf("cached record search, page 1 of 20, saturated (wrk, %d connections, %s): %.0f req/s, p50 %s, p99 %s; service CPU %.0f us/request\n",
 		cachedClients, cachedDuration, k.sat.rate(), k.sat.pct(50), k.sat.pct(99), perRequest(k.cpu, k.sat.requests()))
 	fmt.Printf("cached record search at a steady %d req/s (Go client, latency from the scheduled start): %.0f req/s, p50 %s, p99 %s (target < %s: %s)\n",
