@@ -54,3 +54,35 @@ func TestDecodeEntry_MalformedResourceIsABadResponseNamingTheEntry(t *testing.T)
 		t.Errorf("err = %v; want ehr_bad_response about entry 3 of type Slot", err)
 	}
 }
+
+// readBundle decodes a good Bundle at once and names what is wrong with
+// any other body as checkResourceType does: a bad id or resourceType, a
+// body that is not a Bundle (an OperationOutcome's text included) or not
+// JSON, and a Bundle whose fields do not decode.
+func TestReadBundle_GoodOnceBadNamed(t *testing.T) {
+	b, err := readBundle([]byte(`{"resourceType":"Bundle","id":"b1","total":1,
+		"link":[{"relation":"next","url":"http://ehr.test/next"}],"entry":[{"resource":{"resourceType":"Slot","id":"s1"}}]}`))
+	if err != nil || b.Total == nil || *b.Total != 1 || b.next() != "http://ehr.test/next" || len(b.Entry) != 1 {
+		t.Fatalf("readBundle = %+v, %v; want the Bundle with its total, next link and entry", b, err)
+	}
+	for _, tt := range []struct{ name, body, want string }{
+		{"an id that is a number", `{"resourceType":"Bundle","id":5,"entry":[]}`, "the body is not a FHIR resource"},
+		{"a resourceType that is a number", `{"resourceType":7}`, "the body is not a FHIR resource"},
+		{"no resourceType", `{"entry":[]}`, "the body is not a FHIR resource"},
+		{"a Patient", `{"resourceType":"Patient","id":"p1"}`, "it is a Patient, not a Bundle"},
+		{"an OperationOutcome", `{"resourceType":"OperationOutcome","issue":[{"diagnostics":"down for maintenance"}]}`,
+			"it is an OperationOutcome, not a Bundle: down for maintenance"},
+		{"not JSON", `<html>`, "the body is not valid JSON"},
+		{"cut short", `{"resourceType":"Bundle","entry":[`, "the body is not valid JSON"},
+		{"entry not an array", `{"resourceType":"Bundle","entry":{"resource":{}}}`, "the Bundle is malformed"},
+		{"total not a number", `{"resourceType":"Bundle","total":"many"}`, "the Bundle is malformed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := readBundle([]byte(tt.body))
+			var de *decodeError
+			if !errors.As(err, &de) || de.msg != tt.want || b.ResourceType != "" || b.Entry != nil {
+				t.Errorf("readBundle = %+v, %v; want an empty bundle and %q", b, err, tt.want)
+			}
+		})
+	}
+}
