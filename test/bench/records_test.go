@@ -62,6 +62,9 @@ func BenchmarkRecords(b *testing.B) {
 	b.ReportMetric(cached.sat.rate(), "cached-req/s")
 	b.ReportMetric(ms(cached.light.pct(99)), "cached-p99-ms")
 	b.ReportMetric(cold.growMiB(), "rss-growth-MiB")
+	if want := min(20, cold.records); cold.items != want {
+		b.Errorf("the answer's page holds %d record items, want %d of the %d records it counts", cold.items, want, cold.records)
+	}
 	if n := cached.sat.errors + cached.light.errors + cached.people.errors + cached.floor.errors; n > 0 {
 		b.Errorf("%d cached searches failed", n)
 	}
@@ -82,6 +85,7 @@ func recordsBody(page int) string {
 type recordsColdRun struct {
 	runs     []time.Duration // sorted
 	records  int             // merged records of each answer
+	items    int             // on its page of 20
 	cpu      float64         // service CPU seconds of all the runs
 	idle     int64           // service VmRSS before them, KiB
 	sampled  int64           // largest VmRSS sampled during them
@@ -160,7 +164,8 @@ func (e *world) recordsCold(slowest *recordsEHR) recordsColdRun {
 		tokens[i] = e.tokenFor(fmt.Sprintf("bench-cold-%d", i), recordsScopes)
 	}
 	var c recordsColdRun
-	c.records = e.recordSearch(tokens[0], recordsBody(1), false).total
+	first := e.recordSearch(tokens[0], recordsBody(1), false)
+	c.records, c.items = first.total, first.items
 	e.recordSearch(tokens[0], recordsBody(2), true)
 	pid := e.server.Process.Pid
 	time.Sleep(2 * time.Second) // let the warm-up's garbage go
@@ -255,6 +260,7 @@ func (r recordsReport) print() {
 	c, k := r.cold, r.cached
 	fmt.Printf("\nRecord search: one person, %d observations in each of three fake FHIR EHRs answering in 50, 80 and 120 ms (%d in all three); merged into %d records\n",
 		recordsPerEHR, recordsShared, c.records)
+	fmt.Printf("record items on the answer's page 1: %d (want %d)\n", c.items, min(20, c.records))
 	fmt.Printf("machine load average (1, 5, 15 min) before: %s, after: %s (2 cores, shared)\n", r.load[0], r.load[1])
 	fmt.Printf("ceiling: the 120 ms EHR's patient search + %d Observation pages read directly by a plain client (median of %d): %s; decoding every resource too: %s\n",
 		(recordsPerEHR+recordsPageMax-1)/recordsPageMax, recordsCeilingRuns, r.ceiling.Round(100*time.Microsecond), r.decoded.Round(100*time.Microsecond))
@@ -344,6 +350,7 @@ func recordsConfig(b *testing.B, ehrs []*recordsEHR) string {
 // recordAnswer is what the bench reads of a record search's answer.
 type recordAnswer struct {
 	total int
+	items int // on the page
 	hit   bool
 }
 
@@ -362,14 +369,17 @@ func (e *world) recordSearch(token, body string, hit bool) recordAnswer {
 	raw, _ := io.ReadAll(resp.Body)
 	var a struct {
 		Status string
-		Data   struct{ TotalCount int }
-		Meta   struct{ CacheHit bool } `json:"metadata"`
+		Data   struct {
+			TotalCount int
+			Results    []json.RawMessage
+		}
+		Meta struct{ CacheHit bool } `json:"metadata"`
 	}
 	if err := json.Unmarshal(raw, &a); err != nil || resp.StatusCode != 200 || a.Status != "success" ||
 		a.Data.TotalCount == 0 || a.Meta.CacheHit != hit {
 		e.b.Fatalf("record search (cacheHit %v wanted): %d %.500s", hit, resp.StatusCode, raw)
 	}
-	return recordAnswer{total: a.Data.TotalCount, hit: a.Meta.CacheHit}
+	return recordAnswer{total: a.Data.TotalCount, items: len(a.Data.Results), hit: a.Meta.CacheHit}
 }
 
 // tokenFor returns a dev-mode token of subject sub with scope.
