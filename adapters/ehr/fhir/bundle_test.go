@@ -1,13 +1,18 @@
 package fhir
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/ehr"
 )
 
 // namedDoer is a Doer that only names its EHR; the bundle helpers send
@@ -85,4 +90,46 @@ func TestReadBundle_GoodOnceBadNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkRecordPage splits the CPU of one page of a record search (100
+// Observations, as test/bench's BenchmarkRecords serves them): the Bundle
+// decode and the entries' headers, which come before the next page is
+// asked for, and the conversion, which runs beside it.
+func BenchmarkRecordPage(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "records", "observation.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var page bytes.Buffer
+	page.WriteString(`{"resourceType":"Bundle","type":"searchset","total":500,"link":[{"relation":"next","url":"http://ehr.test/fhir/Observation?page=2"}],"entry":[`)
+	for i := range 100 {
+		if i > 0 {
+			page.WriteByte(',')
+		}
+		fmt.Fprintf(&page, `{"search":{"mode":"match"},"resource":%s}`, bytes.Replace(raw, []byte(`"id"`), []byte(fmt.Sprintf(`"id":"o%d","x"`, i)), 1))
+	}
+	page.WriteString(`]}`)
+	c := NewScheduler(namedDoer{}).c
+	var entries []entry
+	b.Run("bundle+headers", func(b *testing.B) {
+		for b.Loop() {
+			bd, err := readBundle(page.Bytes())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if entries, err = c.entries(bd); err != nil || len(entries) != 100 {
+				b.Fatal(len(entries), err)
+			}
+		}
+	})
+	b.Run("convert", func(b *testing.B) {
+		for b.Loop() {
+			for _, e := range entries {
+				if _, err := convertTyped(ehr.TypeObservation, e.raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
