@@ -167,17 +167,20 @@ func (g recordGroups) pairs() [][]recordEntry {
 }
 
 // sortRecordItems sorts items as compareRecordItems does, reading each
-// date once.
+// date and each type's client name once and moving small keys, not
+// items, while it sorts (a record search sorts some thousand items on the
+// way to its answer).
 func sortRecordItems(items []RecordItem) {
 	type keyed struct {
-		at   time.Time
-		ok   bool
-		item RecordItem
+		at      time.Time
+		ok      bool
+		typ, id string
+		i       int
 	}
 	ks := make([]keyed, len(items))
 	for i, it := range items {
 		d, ok := parseRecordDate(it.Date)
-		ks[i] = keyed{d.at, ok, it}
+		ks[i] = keyed{at: d.at, ok: ok, typ: it.Type.Snake(), id: it.ID, i: i}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
 		if a.ok != b.ok {
@@ -186,11 +189,13 @@ func sortRecordItems(items []RecordItem) {
 			}
 			return 1
 		}
-		return cmp.Or(b.at.Compare(a.at), cmp.Compare(a.item.Type.Snake(), b.item.Type.Snake()), cmp.Compare(a.item.ID, b.item.ID))
+		return cmp.Or(b.at.Compare(a.at), cmp.Compare(a.typ, b.typ), cmp.Compare(a.id, b.id))
 	})
-	for i, k := range ks {
-		items[i] = k.item
+	sorted := make([]RecordItem, len(items))
+	for j, k := range ks {
+		sorted[j] = items[k.i]
 	}
+	copy(items, sorted)
 }
 
 // recordItem merges the records recs (one per source srcs, in the order

@@ -122,6 +122,14 @@ func toRecord(t ehr.ClinicalType, raw json.RawMessage) (ehr.Record, error) {
 	if err := checkResourceType(raw, string(t)); err != nil {
 		return ehr.Record{}, err
 	}
+	return convertTyped(t, raw)
+}
+
+// convertTyped is toRecord for a resource already known to be valid JSON
+// of type t (an entry of a search page, whose header the page walk has
+// decoded): it skips toRecord's second decode of the header, one of the
+// costs of a record search on its critical path.
+func convertTyped(t ehr.ClinicalType, raw json.RawMessage) (ehr.Record, error) {
 	var (
 		r   ehr.Record
 		err error

@@ -87,6 +87,13 @@ func TestToRecordGolden(t *testing.T) {
 			}
 			tt.want.Type = tt.typ
 			checkRecord(t, got, tt.want)
+			// A search page's entry, its header already decoded, converts
+			// the same without the second look at it.
+			typed, err := convertTyped(tt.typ, raw)
+			if err != nil {
+				t.Fatalf("convertTyped: %v", err)
+			}
+			checkRecord(t, typed, tt.want)
 		})
 	}
 }
@@ -178,6 +185,13 @@ func TestToRecordFallbacks(t *testing.T) {
 			}
 			tt.want.Type = tt.typ
 			checkRecord(t, got, tt.want)
+			// A search page's entry, its header already decoded, converts
+			// the same without the second look at it.
+			typed, err := convertTyped(tt.typ, json.RawMessage(tt.raw))
+			if err != nil {
+				t.Fatalf("convertTyped: %v", err)
+			}
+			checkRecord(t, typed, tt.want)
 		})
 	}
 }
@@ -235,7 +249,18 @@ func TestToRecordErrors(t *testing.T) {
 					t.Errorf("message %q holds data of the resource", de.msg)
 				}
 			}
+			// Of the right type and valid JSON (a search page's entry):
+			// convertTyped fails the same.
+			if json.Valid([]byte(tt.raw)) && strings.Contains(tt.raw, `"resourceType":"`+string(tt.typ)+`"`) {
+				_, err := convertTyped(tt.typ, json.RawMessage(tt.raw))
+				if !errors.As(err, &de) || de.msg != tt.want {
+					t.Errorf("convertTyped: %v, want %q", err, tt.want)
+				}
+			}
 		})
+	}
+	if _, err := convertTyped("Patient", json.RawMessage(`{"resourceType":"Patient","id":"1"}`)); err == nil {
+		t.Error("convertTyped: a Patient converted as a clinical record")
 	}
 	if _, err := toRecord("Patient", json.RawMessage(`{"resourceType":"Patient","id":"1"}`)); err == nil {
 		t.Error("a Patient converted as a clinical record")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,6 +194,43 @@ func TestSearchRecords_LaterPageNotFound(t *testing.T) {
 		ehr.RecordQuery{Type: ehr.TypeMedicationRequest, PatientID: "p1"})
 	if e := coreError(t, err); e.Code != "ehr_error" {
 		t.Errorf("error %v (%s)", err, e.Code)
+	}
+}
+
+// The resources of a page are converted while the next page is asked
+// for: a resource that does not convert still fails the search with
+// ehr_bad_response naming it, over a later page's own failure (here a
+// 500), and it ends the walk of pages that would otherwise go on.
+func TestSearchRecords_UnconvertibleResourceEndsTheWalk(t *testing.T) {
+	good := `{"resourceType":"MedicationRequest","id":"m%d","authoredOn":"2024-01-01"}`
+	bad := `{"resourceType":"MedicationRequest","id":"bad","authoredOn":12}`
+	for _, later := range []string{"fails", "goes on"} {
+		t.Run(later, func(t *testing.T) {
+			f := newFakeFHIR(t)
+			var pages atomic.Int64
+			f.intercept = func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+				n, _ := strconv.Atoi(r.URL.Query().Get("page"))
+				pages.Add(1)
+				switch {
+				case n == 0:
+					writeFHIR(w, 200, bundleOf(f.URL+"/MedicationRequest?page=1", fmt.Sprintf(good, 0), bad))
+				case later == "fails":
+					writeFHIR(w, 500, `{}`)
+				default: // a new page each time, without end
+					writeFHIR(w, 200, bundleOf(fmt.Sprintf("%s/MedicationRequest?page=%d", f.URL, n+1), fmt.Sprintf(good, n)))
+				}
+				return true
+			}
+			recs, err := newRecordClient(t, f).SearchRecords(context.Background(),
+				ehr.RecordQuery{Type: ehr.TypeMedicationRequest, PatientID: "p1"})
+			e := coreError(t, err)
+			if recs != nil || e.Code != "ehr_bad_response" || !strings.Contains(e.Message, "entry 1") {
+				t.Fatalf("SearchRecords = %d records, %v (%s); want ehr_bad_response naming entry 1", len(recs), err, e.Code)
+			}
+			if n := pages.Load(); n > 3 {
+				t.Errorf("%d pages read after a resource that does not convert on the first; want at most the next two", n)
+			}
+		})
 	}
 }
 
