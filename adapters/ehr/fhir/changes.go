@@ -103,7 +103,7 @@ func (s *Scheduler) changesRound(ctx context.Context, from time.Time, want int) 
 		r     changesRound
 		marks []changeMark
 	)
-	_, err := s.c.searchPages(ctx, "Appointment", q, func(b bundle, entries []entry) (bool, error) {
+	_, err := s.c.searchPages(ctx, "Appointment", q, false, func(b bundle, entries []entry) (bool, error) {
 		if !selfApplied(b, q, "_sort", "_lastUpdated") {
 			r.fullRead = true
 			return false, nil

@@ -55,30 +55,43 @@ func (c *Client) paging(code, what string) *core.Error {
 // or a page without entries that links to another, is an error; so is a
 // next link to another host. It returns the HTTP status of an answer that
 // failed (0 for other failures).
-func (c *Client) searchPages(ctx context.Context, typ string, q url.Values,
+//
+// With ahead, for a walk that reads to the end, the next page is asked for
+// as soon as its link is read, while page works on this one, so the work
+// on a page is not added to the walk's time once a page; when page stops
+// the walk (false or an error) that request is cancelled, so one more
+// request than needed may have reached the server. Without ahead (a walk
+// page may stop early) each page is asked for after page returned. Either
+// way an error of page wins over one of the next link.
+func (c *Client) searchPages(ctx context.Context, typ string, q url.Values, ahead bool,
 	page func(b bundle, entries []entry) (bool, error)) (int, error) {
 	target := c.http.URL("/"+typ, q)
 	first, err := url.Parse(target)
 	if err != nil {
 		return 0, c.upstream("ehr_error", "has an invalid URL", err)
 	}
-	seenPage := map[string]bool{}
-	pages := 0
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a request asked ahead that is no longer wanted
+	w := &pageWalk{c: c, typ: typ, first: first, seen: map[string]bool{target: true}}
+	pending := c.fetchPage(ctx, target)
 	for {
-		if err := ctx.Err(); err != nil {
-			return 0, c.contextError(err)
-		}
-		seenPage[target] = true
-		resp, body, err := c.do(ctx, http.MethodGet, target, nil, nil)
-		if err != nil {
-			if resp != nil {
-				return resp.StatusCode, err
+		f := <-pending
+		if f.err != nil {
+			if err := ctx.Err(); err != nil {
+				return 0, c.contextError(err)
 			}
-			return 0, err
+			if f.resp != nil {
+				return f.resp.StatusCode, f.err
+			}
+			return 0, f.err
 		}
-		b, err := readBundle(body)
+		b, err := readBundle(f.body)
 		if err != nil {
 			return 0, c.badDecode(err)
+		}
+		next, nextErr := w.next(f.resp, f.target, b)
+		if next != "" && ahead {
+			pending = c.fetchPage(ctx, next)
 		}
 		entries, err := c.entries(b)
 		if err != nil {
@@ -88,23 +101,64 @@ func (c *Client) searchPages(ctx context.Context, typ string, q url.Values,
 		if err != nil || !more {
 			return 0, err
 		}
-		next := b.next()
-		if next == "" {
-			return 0, nil
+		if nextErr != nil || next == "" {
+			return 0, nextErr
 		}
-		if pages++; pages >= maxScanPages {
-			return 0, c.paging(CodeListingInexact, fmt.Sprintf("needs more than %d pages for this %s search; narrow the filter", maxScanPages, typ))
-		}
-		if len(entries) == 0 {
-			return 0, c.paging(CodePagingLoop, "answered a search page without entries that links to a next page")
-		}
-		if target, err = c.nextTarget(resp, target, next, first); err != nil {
-			return 0, err
-		}
-		if seenPage[target] {
-			return 0, c.paging(CodePagingLoop, fmt.Sprintf("sent a next link back to a %s page already read", typ))
+		if !ahead {
+			pending = c.fetchPage(ctx, next)
 		}
 	}
+}
+
+// fetched is the answer to one page's request.
+type fetched struct {
+	target string
+	resp   *http.Response
+	body   []byte
+	err    error
+}
+
+// fetchPage GETs target on its own goroutine; the channel gets its answer.
+func (c *Client) fetchPage(ctx context.Context, target string) <-chan fetched {
+	out := make(chan fetched, 1)
+	go func() {
+		resp, body, err := c.do(ctx, http.MethodGet, target, nil, nil)
+		out <- fetched{target: target, resp: resp, body: body, err: err}
+	}()
+	return out
+}
+
+// pageWalk is the state of one searchPages walk that its bounds need.
+type pageWalk struct {
+	c     *Client
+	typ   string
+	first *url.URL
+	seen  map[string]bool // the pages asked for
+	pages int
+}
+
+// next is the page after b (the page target, answered by resp): "" with
+// no error when b is the last; an error when the link breaks a bound.
+func (w *pageWalk) next(resp *http.Response, target string, b bundle) (string, error) {
+	link := b.next()
+	if link == "" {
+		return "", nil
+	}
+	if w.pages++; w.pages >= maxScanPages {
+		return "", w.c.paging(CodeListingInexact, fmt.Sprintf("needs more than %d pages for this %s search; narrow the filter", maxScanPages, w.typ))
+	}
+	if len(b.Entry) == 0 {
+		return "", w.c.paging(CodePagingLoop, "answered a search page without entries that links to a next page")
+	}
+	next, err := w.c.nextTarget(resp, target, link, w.first)
+	if err != nil {
+		return "", err
+	}
+	if w.seen[next] {
+		return "", w.c.paging(CodePagingLoop, fmt.Sprintf("sent a next link back to a %s page already read", w.typ))
+	}
+	w.seen[next] = true
+	return next, nil
 }
 
 // nextTarget resolves the next link of the page target (answered by resp,
@@ -135,7 +189,7 @@ func (c *Client) nextTarget(resp *http.Response, target, next string, first *url
 func (c *Client) searchAll(ctx context.Context, typ string, q url.Values, visit func(entry) error) (int, error) {
 	seen := map[string]bool{}
 	var total *int
-	status, err := c.searchPages(ctx, typ, q, func(b bundle, entries []entry) (bool, error) {
+	status, err := c.searchPages(ctx, typ, q, true, func(b bundle, entries []entry) (bool, error) {
 		if t := b.Total; total == nil && t != nil {
 			if *t > MaxScan {
 				return false, c.tooLarge(typ, *t)
@@ -190,7 +244,7 @@ func (c *Client) searchPage(ctx context.Context, typ string, q url.Values, offse
 	pq.Set("_total", "accurate")
 	seen := map[string]bool{}
 	first := true
-	status, err = c.searchPages(ctx, typ, pq, func(b bundle, entries []entry) (bool, error) {
+	status, err = c.searchPages(ctx, typ, pq, false, func(b bundle, entries []entry) (bool, error) {
 		t := b.Total
 		if first {
 			first = false
