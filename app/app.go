@@ -166,7 +166,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	a.sync = newSyncLoops(a, cfg.Sync, newSyncMetrics(registry))
+	a.sync = newSyncLoops(a, cfg.Sync, registry)
 	a.buildBlobs(cfg, registry)
 	return a.listen(cfg, a.newHandler(cfg, verifier, search, registry))
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core"
@@ -119,10 +121,12 @@ type syncLoops struct {
 	board   *syncBoard
 }
 
-func newSyncLoops(a *App, tuning SyncTuning, metrics *syncMetrics) *syncLoops {
+// newSyncLoops makes the pollers of a's EHR systems, their metrics on reg.
+func newSyncLoops(a *App, tuning SyncTuning, reg prometheus.Registerer) *syncLoops {
 	tuning.ReconcileEvery = cmp.Or(tuning.ReconcileEvery, syncReconcileEvery)
+	board := newSyncBoard()
 	return &syncLoops{ehrs: a.ehrs, store: a.db.Sync(), tx: a.db.EHRTx(), owner: core.NewUUID(), tuning: tuning,
-		log: a.log.With("component", "sync"), metrics: metrics, board: newSyncBoard()}
+		log: a.log.With("component", "sync"), metrics: newSyncMetrics(reg, board), board: board}
 }
 
 // syncRun is one running poller.
@@ -207,13 +211,12 @@ func (l *syncLoops) poll(ctx context.Context, name string, t syncTarget) {
 	for {
 		goOn, held := l.pollOnce(ctx, s, name, log, m)
 		if !goOn {
-			m.stopped()
+			l.board.stop(name)
 			return
 		}
 		if held && time.Since(reconciled) >= l.tuning.ReconcileEvery && l.reconcile(ctx, s, log, m) {
 			reconciled = time.Now()
 		}
-		m.setLag(l.board.entry(name), time.Now())
 		select {
 		case <-ctx.Done():
 			return
@@ -257,18 +260,17 @@ func (l *syncLoops) pollOnce(ctx context.Context, s *ehr.Syncer, name string, lo
 // tell its changes.
 func (l *syncLoops) failed(name string, err error, log *slog.Logger, m *systemSync) bool {
 	code := failureCode(err)
-	l.board.failed(name, code)
-	switch {
-	case errors.Is(err, ehr.ErrSyncLeaseLost):
+	if errors.Is(err, ehr.ErrSyncLeaseLost) {
 		log.Debug("sync lease taken over by another instance")
 		return true
-	case errors.Is(err, ehr.ErrChangesNotSupported):
-		m.failed(code)
+	}
+	l.board.failed(name, code)
+	m.failed(code)
+	if errors.Is(err, ehr.ErrChangesNotSupported) {
 		log.Warn("the EHR cannot tell its appointment changes (no appointments.changes): its sync is off until the system's configuration changes",
 			"code", code)
 		return false
 	}
-	m.failed(code)
 	log.Warn("poll the EHR for appointment changes; trying again at the next tick", "code", code)
 	return true
 }

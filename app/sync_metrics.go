@@ -1,6 +1,7 @@
 package app
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -23,16 +24,16 @@ import (
 var syncKinds = []string{"booked", "rescheduled", "cancelled", "status_changed", "unchanged", "skipped", "baseline"}
 
 // syncMetrics are the collectors of EHR sync on the app's registry, by
-// EHR system (the names of the EHR systems file only).
+// EHR system (the names of the EHR systems file only). The lag gauges are
+// computed from the board when /metrics is scraped, so they grow while a
+// poll hangs too.
 type syncMetrics struct {
-	changes      *prometheus.CounterVec   // ehr, kind
-	duration     *prometheus.HistogramVec // ehr
-	failures     *prometheus.CounterVec   // ehr, code
-	lag          *prometheus.GaugeVec     // ehr
-	watermarkAge *prometheus.GaugeVec     // ehr
+	changes  *prometheus.CounterVec   // ehr, kind
+	duration *prometheus.HistogramVec // ehr
+	failures *prometheus.CounterVec   // ehr, code
 }
 
-func newSyncMetrics(reg prometheus.Registerer) *syncMetrics {
+func newSyncMetrics(reg prometheus.Registerer, board *syncBoard) *syncMetrics {
 	m := &syncMetrics{
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "carebridge_ehr_sync_changes_total",
@@ -47,17 +48,41 @@ func newSyncMetrics(reg prometheus.Registerer) *syncMetrics {
 			Name: "carebridge_ehr_sync_poll_failures_total",
 			Help: "Failed polls of an EHR system's appointment changes by this instance, by error code.",
 		}, []string{"ehr", "code"}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "carebridge_ehr_sync_lag_seconds",
-			Help: "Seconds since the last successful poll of an EHR system's appointment changes by any instance, as this instance last saw it (since its poller started when it has seen none); updated every interval.",
-		}, []string{"ehr"}),
-		watermarkAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "carebridge_ehr_sync_watermark_age_seconds",
-			Help: "Seconds from the newest change taken in from an EHR system (the EHR's own time, its watermark) to now: grows while the EHR is quiet too.",
-		}, []string{"ehr"}),
 	}
-	reg.MustRegister(m.changes, m.duration, m.failures, m.lag, m.watermarkAge)
+	reg.MustRegister(m.changes, m.duration, m.failures, lagCollector{board: board})
 	return m
+}
+
+var (
+	lagDesc = prometheus.NewDesc("carebridge_ehr_sync_lag_seconds",
+		"Seconds since the last successful poll of an EHR system's appointment changes by any instance, as this instance last saw it (since its poller started when it has seen none).",
+		[]string{"ehr"}, nil)
+	watermarkAgeDesc = prometheus.NewDesc("carebridge_ehr_sync_watermark_age_seconds",
+		"Seconds from the newest change taken in from an EHR system (the EHR's own time: its watermark) to now; it grows while the EHR is quiet too.",
+		[]string{"ehr"}, nil)
+)
+
+// lagCollector computes the lag gauges of the systems on the board at
+// each scrape; a system whose poller ended for good (an EHR that cannot
+// tell its changes) has none.
+type lagCollector struct{ board *syncBoard }
+
+func (c lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lagDesc
+	ch <- watermarkAgeDesc
+}
+
+func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	for name, e := range c.board.snapshot() {
+		if e.off {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, e.lag(now).Seconds(), name)
+		if !e.watermark.IsZero() {
+			ch <- prometheus.MustNewConstMetric(watermarkAgeDesc, prometheus.GaugeValue, now.Sub(e.watermark).Seconds(), name)
+		}
+	}
 }
 
 // systemSync are one system's series.
@@ -80,7 +105,7 @@ func (m *syncMetrics) system(name string) *systemSync {
 
 // forget removes the series of a system a reload removed.
 func (m *syncMetrics) forget(name string) {
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.changes, m.duration, m.failures, m.lag, m.watermarkAge} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.changes, m.duration, m.failures} {
 		v.DeletePartialMatch(prometheus.Labels{"ehr": name})
 	}
 }
@@ -107,21 +132,6 @@ func (s *systemSync) reconciled(res ehr.Reconciliation) {
 
 func (s *systemSync) failed(code string) { s.m.failures.WithLabelValues(s.name, code).Inc() }
 
-// setLag sets the lag gauges from e at now.
-func (s *systemSync) setLag(e syncEntry, now time.Time) {
-	s.m.lag.WithLabelValues(s.name).Set(e.lag(now).Seconds())
-	if !e.watermark.IsZero() {
-		s.m.watermarkAge.WithLabelValues(s.name).Set(now.Sub(e.watermark).Seconds())
-	}
-}
-
-// stopped removes the lag gauges of a poller that ended for good (an EHR
-// that cannot tell its changes): they would never move again.
-func (s *systemSync) stopped() {
-	s.m.lag.DeleteLabelValues(s.name)
-	s.m.watermarkAge.DeleteLabelValues(s.name)
-}
-
 // syncEntry is where one system's sync stands, as this instance knows it.
 type syncEntry struct {
 	started   time.Time // this instance's poller started
@@ -129,6 +139,7 @@ type syncEntry struct {
 	lastPoll  time.Time // the last poll (any instance; zero: none seen)
 	watermark time.Time // the EHR's time of the newest change taken in
 	lastError string    // the last poll's failure code ("" none)
+	off       bool      // the poller ended for good
 }
 
 // lag is the time since the last successful poll seen, else since the
@@ -165,7 +176,12 @@ func (b *syncBoard) update(name string, f func(*syncEntry)) {
 
 // start notes a poller started at now; what is known of the system stays.
 func (b *syncBoard) start(name string, now time.Time) {
-	b.update(name, func(e *syncEntry) { e.started = now })
+	b.update(name, func(e *syncEntry) { e.started, e.off = now, false })
+}
+
+// stop notes a poller that ended for good.
+func (b *syncBoard) stop(name string) {
+	b.update(name, func(e *syncEntry) { e.off = true })
 }
 
 // polled notes a successful poll by this instance.
@@ -201,10 +217,10 @@ func (b *syncBoard) forget(name string) {
 	delete(b.systems, name)
 }
 
-func (b *syncBoard) entry(name string) syncEntry {
+func (b *syncBoard) snapshot() map[string]syncEntry {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.systems[name]
+	return maps.Clone(b.systems)
 }
 
 // states is the board for /readyz, by system name.

@@ -138,7 +138,8 @@ func TestSyncBoard_LagRunsFromTheLastSuccessfulPoll(t *testing.T) {
 // one, and a failure's code; nothing else becomes a label.
 func TestSyncMetrics_CountChangesByKind(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := newSyncMetrics(reg)
+	board := newSyncBoard()
+	m := newSyncMetrics(reg, board)
 	s := m.system("a")
 	s.observe(ehr.PollResult{Held: true, Baseline: true, Changes: 5, Skipped: 1, Unchanged: 1, Events: map[core.EventType]int{}}, time.Second)
 	s.observe(ehr.PollResult{Held: true, Changes: 4, Unchanged: 1, Events: map[core.EventType]int{
@@ -156,8 +157,28 @@ func TestSyncMetrics_CountChangesByKind(t *testing.T) {
 	if v, _ := value(t, reg, "carebridge_ehr_sync_poll_duration_seconds", map[string]string{"ehr": "a"}); v != 2 {
 		t.Errorf("polls timed %v", v)
 	}
+	t0 := time.Now()
+	board.start("a", t0.Add(-time.Minute))
+	board.polled("a", t0.Add(-30*time.Second), t0.Add(-2*time.Hour))
+	if v, ok := value(t, reg, "carebridge_ehr_sync_lag_seconds", map[string]string{"ehr": "a"}); !ok || v < 30 || v > 60 {
+		t.Errorf("lag %v (present %v), want about 30 s", v, ok)
+	}
+	if v, _ := value(t, reg, "carebridge_ehr_sync_watermark_age_seconds", map[string]string{"ehr": "a"}); v < 7200 {
+		t.Errorf("watermark age %v", v)
+	}
+	board.stop("a")
+	if _, ok := value(t, reg, "carebridge_ehr_sync_lag_seconds", map[string]string{"ehr": "a"}); ok {
+		t.Error("a poller ended for good still has a lag")
+	}
 	m.forget("a")
 	if _, ok := value(t, reg, "carebridge_ehr_sync_changes_total", map[string]string{"ehr": "a", "kind": "booked"}); ok {
 		t.Error("the series of a removed system remain")
 	}
+}
+
+// entry is what the board holds of name.
+func (b *syncBoard) entry(name string) syncEntry {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.systems[name]
 }
