@@ -78,6 +78,9 @@ type Config struct {
 	// Events tunes webhook delivery; zero fields take the contract's
 	// defaults (tests shorten them).
 	Events event.Config
+	// Sync tunes the pollers of EHR sync (the systems with sync on in the
+	// EHR systems file); zero fields take the defaults.
+	Sync SyncTuning
 }
 
 // ObjectStore says where blobs are kept: in S3 when set, an S3-compatible
@@ -108,6 +111,7 @@ type App struct {
 	sweptIncomplete prometheus.Counter
 	audit           *auditor
 	events          *events
+	sync            *syncLoops
 }
 
 // New migrates the database, connects every adapter, and listens on
@@ -131,7 +135,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 // build makes, in order, what New connects to the database: the object
 // store, the token verifier, the service keys and the cache, the EHR
 // systems with search and scheduling, the metrics of the jobs, the audit
-// trail, the events, the blob service, and the HTTP server.
+// trail, the events, EHR sync, the blob service, and the HTTP server.
 func (a *App) build(ctx context.Context, cfg Config) error {
 	if err := a.buildObjectStore(ctx, cfg.Objects); err != nil {
 		return err
@@ -162,6 +166,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	a.sync = newSyncLoops(a, cfg.Sync, registry)
 	a.buildBlobs(cfg, registry)
 	return a.listen(cfg, a.newHandler(cfg, verifier, search, registry))
 }
@@ -240,6 +245,7 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Registry:           registry,
 		Audit:              a.audit,
 		Ready:              a.ready,
+		Sync:               a.sync.board.states,
 		MaxUploadBytes:     cfg.MaxUploadBytes,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins,
 		StallTimeout:       cfg.StallTimeout,

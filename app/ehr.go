@@ -49,6 +49,9 @@ type ehrSet struct {
 	// bySearch and byScheduler are those of each business the file names.
 	bySearch    map[string][]ehr.System
 	byScheduler map[string]ehr.Scheduler
+	// syncs are the systems with sync on whose adapter has a change
+	// feed, by name.
+	syncs map[string]syncTarget
 }
 
 // ehrs is the EHR systems in force (ehr.Systems): each call answers from
@@ -59,6 +62,9 @@ type ehrs struct {
 	metrics *ehrMetrics
 	grace   time.Duration // linkGrace; tests shorten it
 	cur     atomic.Pointer[ehrSet]
+	// changed is signalled (never blocking) after each reload that put
+	// new systems in force; the sync loops' supervisor waits on it.
+	changed chan struct{}
 
 	mu       sync.Mutex // one reload at a time; guards retiring and closed
 	retiring map[*time.Timer][]io.Closer
@@ -69,7 +75,7 @@ var _ ehr.Systems = (*ehrs)(nil)
 
 // newEHRs adapts every system of cfg (nil: none).
 func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics) (*ehrs, error) {
-	e := &ehrs{log: log, metrics: metrics, grace: linkGrace, retiring: map[*time.Timer][]io.Closer{}}
+	e := &ehrs{log: log, metrics: metrics, grace: linkGrace, retiring: map[*time.Timer][]io.Closer{}, changed: make(chan struct{}, 1)}
 	set, _, err := e.build(cfg, &ehrSet{})
 	if err != nil {
 		return nil, err
@@ -116,6 +122,10 @@ func (e *ehrs) reload(cfg *ehrconfig.Config) error {
 		return err
 	}
 	e.cur.Store(set)
+	select {
+	case e.changed <- struct{}{}:
+	default: // a signal is pending already
+	}
 	var links []io.Closer
 	for _, s := range old.systems {
 		if kept[s] {
@@ -242,6 +252,7 @@ func (s *ehrSet) index(cfg *ehrconfig.Config) {
 	for _, b := range named {
 		s.bySearch[b], s.byScheduler[b] = search(b), scheduler(b)
 	}
+	s.syncs = syncTargets(cfg, s.systems)
 }
 
 // adapt makes the clients of one system: its patient search and Scheduler.

@@ -10,8 +10,10 @@ import (
 // one of them, here and nowhere else (no adapter or core constructor
 // starts a goroutine), and waits for them at shutdown once the server has
 // stopped: the audit trail's tally of refused requests, the Idempotency-Key
-// purge, the object sweeper, the booking reconciler, and the events'
-// delivery (wake-ups, dispatcher, relay, purge).
+// purge, the object sweeper, the booking reconciler, EHR sync (a
+// supervisor that runs a poller per EHR system with sync on, through
+// reloads of the EHR systems file), and the events' delivery (wake-ups,
+// dispatcher, relay, purge).
 func (a *App) loops() []func(context.Context) {
 	jobs := a.log.With("component", "jobs")
 	loops := []func(context.Context){
@@ -21,6 +23,7 @@ func (a *App) loops() []func(context.Context) {
 		func(ctx context.Context) {
 			reconcileBookings(ctx, cmp.Or(a.reconcileEvery, reconcileEvery), a.scheduling, jobs, a.reconciled)
 		},
+		a.sync.run,
 	}
 	return append(loops, a.events.loops()...)
 }

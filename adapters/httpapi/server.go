@@ -42,7 +42,10 @@ type Config struct {
 	// endpoints; nil audits nothing (unit tests only).
 	Audit Auditor
 	// Ready reports whether the dependencies (database, blob store) answer.
-	Ready              func(ctx context.Context) error
+	Ready func(ctx context.Context) error
+	// Sync tells where the poller of each EHR system with sync on stands,
+	// shown by /readyz (nil: none).
+	Sync               func() []SyncState
 	MaxUploadBytes     int64
 	CORSAllowedOrigins []string
 	// StallTimeout cuts off a streaming body that moves no byte for this
@@ -61,6 +64,7 @@ type Server struct {
 	tenancy      ports.Tenancy
 	auditor      Auditor
 	ready        func(ctx context.Context) error
+	sync         func() []SyncState
 	maxUpload    int64
 	corsOrigins  []string
 	stallTimeout time.Duration
@@ -82,6 +86,7 @@ func New(cfg Config) *Server {
 		tenancy:      cfg.Tenancy,
 		auditor:      cfg.Audit,
 		ready:        cfg.Ready,
+		sync:         cfg.Sync,
 		maxUpload:    cfg.MaxUploadBytes,
 		corsOrigins:  cfg.CORSAllowedOrigins,
 		stallTimeout: cfg.StallTimeout,
@@ -141,5 +146,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotReady)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, readyJSON{Status: "ready", Sync: s.syncStates()})
 }
