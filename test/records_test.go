@@ -42,14 +42,7 @@ type recordAnswer struct {
 
 func (s *server) searchRecords(token, body string) (response, recordAnswer) {
 	s.t.Helper()
-	r := s.do("POST", "/api/v1/search", token, strings.NewReader(body), "Content-Type", "application/json")
-	var a recordAnswer
-	if r.status == 200 || r.status == 502 || r.status == 504 {
-		if err := json.Unmarshal(r.body, &a); err != nil {
-			s.t.Fatalf("search answer: %v: %s", err, r.body)
-		}
-	}
-	return r, a
+	return searchAs[recordAnswer](s, token, body)
 }
 
 // The labs of 2024 from both EHRs (the fake EHRs find every person they

@@ -77,8 +77,14 @@ type searchAnswer struct {
 
 func (s *server) search(token, body string) (response, searchAnswer) {
 	s.t.Helper()
+	return searchAs[searchAnswer](s, token, body)
+}
+
+// searchAs POSTs a search and reads a search answer (200, 502, 504) as A.
+func searchAs[A any](s *server, token, body string) (response, A) {
+	s.t.Helper()
 	r := s.do("POST", "/api/v1/search", token, strings.NewReader(body), "Content-Type", "application/json")
-	var a searchAnswer
+	var a A
 	if r.status == 200 || r.status == 502 || r.status == 504 {
 		if err := json.Unmarshal(r.body, &a); err != nil {
 			s.t.Fatalf("search answer: %v: %s", err, r.body)

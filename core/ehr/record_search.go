@@ -45,53 +45,34 @@ func (s *Service) searchRecords(ctx context.Context, systems []System, v validat
 				MaxRecordPeople, sys.Name)
 		}
 	}
-	personID := personIDs(systems, found, errs)
+	_, _, ok := outcomes(systems, errs)
+	personID := personIDs(Merge(tagged(systems, found, ok)))
 
 	sets := make([]SourceRecords, len(systems))
 	var wg sync.WaitGroup
-	for i, sys := range systems {
-		if errs[i] != nil {
-			continue
-		}
+	for _, i := range ok {
 		wg.Go(func() {
 			rq := RecordQuery{Type: v.recordType, From: v.from, To: v.to}
-			sets[i].Source = sys.Name
-			sets[i].Records, errs[i] = readRecords(ctx, sys, found[i], rq)
+			sets[i].Source = systems[i].Name
+			sets[i].Records, errs[i] = readRecords(ctx, systems[i], found[i], rq)
 		})
 	}
 	wg.Wait()
 
-	var out Answer
-	var failures []SourceError
-	var answered []SourceRecords
-	for i, sys := range systems {
-		if errs[i] != nil {
-			failures = append(failures, sourceError(sys.Name, errs[i]))
-			continue
-		}
-		out.Sources = append(out.Sources, sys.Name)
-		answered = append(answered, sets[i])
+	sources, failures, ok := outcomes(systems, errs)
+	read := make([]SourceRecords, len(ok))
+	for j, i := range ok {
+		read[j] = sets[i]
 	}
-	out.Records = MergeRecords(answered, personID)
-	return out, failures, nil
+	return Answer{Records: MergeRecords(read, personID), Sources: sources}, failures, nil
 }
 
 // personIDs tells the id, in a search of people, of the person a system's
-// patient is: the people that systems found (those that did not fail),
-// merged as a search of people merges them.
-func personIDs(systems []System, found [][]Patient, errs []error) func(source, patientID string) string {
-	var all []Patient
-	for i, sys := range systems {
-		if errs[i] != nil {
-			continue
-		}
-		for _, p := range found[i] {
-			p.Source = sys.Name
-			all = append(all, p)
-		}
-	}
+// patient is, from the people the systems found, merged as a search of
+// people merges them.
+func personIDs(people []Person) func(source, patientID string) string {
 	ids := map[SourceRef]string{}
-	for _, person := range Merge(all) {
+	for _, person := range people {
 		for _, ref := range person.Sources {
 			ids[ref] = person.ID
 		}

@@ -304,22 +304,36 @@ func (s *Service) ask(ctx context.Context, systems []System, v validated) (Answe
 func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) (Answer, []SourceError) {
 	q.Max = s.cfg.MaxPerSystem
 	records, errs := findPeople(ctx, systems, q)
-	var out Answer
-	var failures []SourceError
-	var all []Patient
+	sources, failures, ok := outcomes(systems, errs)
+	return Answer{People: Merge(tagged(systems, records, ok)), Sources: sources}, failures
+}
+
+// outcomes sorts the systems by errs (one per system): the names of those
+// that answered, the failures of the others, and the indexes of those
+// that answered.
+func outcomes(systems []System, errs []error) (sources []string, failures []SourceError, ok []int) {
 	for i, sys := range systems {
 		if errs[i] != nil {
 			failures = append(failures, sourceError(sys.Name, errs[i]))
 			continue
 		}
-		out.Sources = append(out.Sources, sys.Name)
-		for _, p := range records[i] {
-			p.Source = sys.Name
+		sources = append(sources, sys.Name)
+		ok = append(ok, i)
+	}
+	return sources, failures, ok
+}
+
+// tagged is the patients found by the systems ok, each with its system's
+// name as Source.
+func tagged(systems []System, found [][]Patient, ok []int) []Patient {
+	var all []Patient
+	for _, i := range ok {
+		for _, p := range found[i] {
+			p.Source = systems[i].Name
 			all = append(all, p)
 		}
 	}
-	out.People = Merge(all)
-	return out, failures
+	return all
 }
 
 // findPeople asks every system q at once: each one's patients, or its
