@@ -228,6 +228,11 @@ func TestSync_APIChangesArePublishedOnce(t *testing.T) {
 	}
 	id := appt["id"].(string)
 	sw.waitEvent(id, "appointment.booked")
+	// The bot holds its answers to a move and a cancellation after making
+	// them, past a few polls: the poller reads each change in the EHR
+	// before the API path commits it.
+	bot.SetLateAnswer("appointments.reschedule", 5*syncEvery)
+	bot.SetLateAnswer("appointments.cancel", 5*syncEvery)
 	if r, _ := s.ehrCall("POST", "/appointment/"+id+"/reschedule", staff, fmt.Sprintf(`{"start":%q,"end":%q}`, timeAt(10, 0), timeAt(10, 30))); r.status != 200 {
 		t.Fatalf("reschedule: %d %s", r.status, r.body)
 	}
