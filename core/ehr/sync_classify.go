@@ -20,12 +20,7 @@ func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []Appointme
 	if err := s.takeOver(ctx, r, b); err != nil {
 		return err
 	}
-	ids := make([]string, 0, len(changes))
-	for _, c := range changes {
-		if usable(c.Appointment) {
-			ids = append(ids, c.Appointment.ID)
-		}
-	}
+	ids := usableIDs(changes)
 	pending, err := r.Sync.Pending(ctx, s.cfg.System, ids)
 	if err != nil {
 		return err
@@ -214,6 +209,17 @@ func usable(a Appointment) bool {
 	}
 	return a.AgentID != "" && !a.Start.IsZero() && a.End.After(a.Start) &&
 		slices.Contains(AppointmentStatuses, a.Status) && !a.UpdatedAt.IsZero()
+}
+
+// usableIDs returns the ids of the usable appointments of changes.
+func usableIDs(changes []AppointmentChange) []string {
+	ids := make([]string, 0, len(changes))
+	for _, c := range changes {
+		if usable(c.Appointment) {
+			ids = append(ids, c.Appointment.ID)
+		}
+	}
+	return ids
 }
 
 // unknownIDs returns those of ids that known does not hold.
