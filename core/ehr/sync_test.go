@@ -439,6 +439,32 @@ func TestSyncer_IntentThePollerDeferredToIsPublishedWhenItLapses(t *testing.T) {
 	}
 }
 
+func TestSyncer_APIChangeWhoseCommitFailsIsPublishedWhenItsIntentLapses(t *testing.T) {
+	r := newAPIRig(t)
+	m := r.s.tx.(*memTx)
+	var made Appointment
+	err := apiChanges[0].run(r, func(a Appointment, done error) (Appointment, error) {
+		made = a
+		m.emit = errors.New("outbox down") // the API path's transaction fails
+		return a, done
+	})
+	m.emit = nil
+	if err == nil || len(r.db.intents()) != 1 {
+		t.Fatalf("cancel: %v, intents %+v", err, r.db.intents())
+	}
+	r.feed.put(made, ehrAt(5), "5")
+	if ev := r.poll(t); len(ev) != 0 {
+		t.Fatalf("published %v while the intent runs", ev)
+	}
+	r.db.tick(intentLease)
+	if ev := r.poll(t); ev[core.AppointmentCancelled] != 1 || len(ev) != 1 || len(r.poll(t)) != 0 {
+		t.Fatalf("lapsed: published %v", ev)
+	}
+	if got := describe(eventsOf(r.s)); len(got) != 1 {
+		t.Fatalf("API events %q, want the booking alone", got)
+	}
+}
+
 func TestSyncer_APIPathCommittingAfterItsIntentLapsedPublishesNothing(t *testing.T) {
 	for _, deferred := range []bool{true, false} {
 		r := newAPIRig(t)
