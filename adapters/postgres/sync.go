@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,8 +14,9 @@ import (
 )
 
 // Sync is the store of EHR sync: each system's cursor and poller lease
-// (ehr_sync_cursors) and the appointment states changes are classified
-// against (ehr_appointment_states). It implements ehr.SyncStore on the
+// (ehr_sync_cursors), the appointment states changes are classified
+// against (ehr_appointment_states) and the API paths' intents
+// (ehr_pending_changes). It implements ehr.SyncStore on the
 // pool and ehr.SyncRepo inside EHRTx's transactions.
 type Sync struct {
 	db dbtx
@@ -176,6 +178,128 @@ func (r *Sync) Remember(ctx context.Context, system string, s ehr.AppointmentSta
 		return fmt.Errorf("remember the state of an appointment of %s: %w", system, err)
 	}
 	return nil
+}
+
+const intentColumns = `id, appointment_id, agent_id, status, start_at, end_at, business_id, deferred, lapsed`
+
+// Intend records intent p of system until lease from now.
+func (r *Sync) Intend(ctx context.Context, system string, p ehr.PendingChange, lease time.Duration) error {
+	_, err := r.db.Exec(ctx, `
+		INSERT INTO ehr_pending_changes (system, id, appointment_id, agent_id, status, start_at, end_at, business_id, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))`,
+		system, p.ID, p.AppointmentID, p.AgentID, string(p.Status), p.Start, p.End, p.Business, lease.Seconds())
+	if err != nil {
+		return fmt.Errorf("record an intent of %s: %w", system, err)
+	}
+	return nil
+}
+
+// Pending returns system's running intents for the appointments among ids,
+// locked until the transaction ends (in appointment order). An intent an
+// API path is settling is waited for, and then is gone.
+func (r *Sync) Pending(ctx context.Context, system string, ids []string) (map[string][]ehr.PendingChange, error) {
+	out := map[string][]ehr.PendingChange{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, _ := r.db.Query(ctx, `SELECT `+intentColumns+` FROM ehr_pending_changes
+		WHERE system = $1 AND appointment_id = ANY($2) AND NOT deferred AND NOT lapsed AND expires_at > now()
+		ORDER BY appointment_id, created_at, id FOR UPDATE`, system, ids)
+	ps, err := pgx.CollectRows(rows, scanIntent)
+	if err != nil {
+		return nil, fmt.Errorf("read the intents of %s: %w", system, err)
+	}
+	for _, p := range ps {
+		out[p.AppointmentID] = append(out[p.AppointmentID], p)
+	}
+	return out, nil
+}
+
+// Defer marks system's intent id deferred to its API path.
+func (r *Sync) Defer(ctx context.Context, system, id string) error {
+	if _, err := r.db.Exec(ctx, `UPDATE ehr_pending_changes SET deferred = true WHERE system = $1 AND id = $2`, system, id); err != nil {
+		return fmt.Errorf("defer to an intent of %s: %w", system, err)
+	}
+	return nil
+}
+
+// Settle removes system's intent id and returns it as it was.
+func (r *Sync) Settle(ctx context.Context, system, id string) (ehr.PendingChange, bool, error) {
+	rows, _ := r.db.Query(ctx, `DELETE FROM ehr_pending_changes WHERE system = $1 AND id = $2 RETURNING `+intentColumns, system, id)
+	p, err := pgx.CollectOneRow(rows, scanIntent)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ehr.PendingChange{}, false, nil
+	case err != nil:
+		return ehr.PendingChange{}, false, fmt.Errorf("settle an intent of %s: %w", system, err)
+	}
+	return p, true, nil
+}
+
+// Withdraw removes system's intent id unless the poller deferred to it.
+func (r *Sync) Withdraw(ctx context.Context, system, id string) error {
+	if _, err := r.db.Exec(ctx, `DELETE FROM ehr_pending_changes WHERE system = $1 AND id = $2 AND NOT deferred`, system, id); err != nil {
+		return fmt.Errorf("withdraw an intent of %s: %w", system, err)
+	}
+	return nil
+}
+
+// Lapse removes system's lapsed intents that expired before keep ago, then
+// marks at most max of its expired ones lapsed and returns them, oldest
+// first. An intent an API path is settling is waited for, and then is
+// gone.
+func (r *Sync) Lapse(ctx context.Context, system string, keep time.Duration, max int) ([]ehr.PendingChange, error) {
+	_, err := r.db.Exec(ctx, `DELETE FROM ehr_pending_changes
+		WHERE system = $1 AND lapsed AND expires_at < now() - make_interval(secs => $2)`, system, keep.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("remove the lapsed intents of %s: %w", system, err)
+	}
+	rows, _ := r.db.Query(ctx, `
+		WITH due AS (
+			SELECT id FROM ehr_pending_changes WHERE system = $1 AND NOT lapsed AND expires_at <= now()
+			ORDER BY expires_at, id LIMIT $2 FOR UPDATE)
+		UPDATE ehr_pending_changes p SET lapsed = true FROM due WHERE p.system = $1 AND p.id = due.id
+		RETURNING p.expires_at, `+prefixed("p.", intentColumns), system, max)
+	type lapsed struct {
+		expires time.Time
+		p       ehr.PendingChange
+	}
+	ls, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (lapsed, error) {
+		var l lapsed
+		err := row.Scan(append([]any{&l.expires}, intentFields(&l.p)...)...)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("take over the expired intents of %s: %w", system, err)
+	}
+	slices.SortFunc(ls, func(a, b lapsed) int { return a.expires.Compare(b.expires) })
+	out := make([]ehr.PendingChange, len(ls))
+	for i, l := range ls {
+		out[i] = normalIntent(l.p)
+	}
+	return out, nil
+}
+
+// prefixed qualifies each of a comma list of columns with prefix.
+func prefixed(prefix, columns string) string {
+	return prefix + strings.ReplaceAll(columns, ", ", ", "+prefix)
+}
+
+// intentFields are the scan targets of intentColumns in p.
+func intentFields(p *ehr.PendingChange) []any {
+	return []any{&p.ID, &p.AppointmentID, &p.AgentID, (*string)(&p.Status), &p.Start, &p.End, &p.Business, &p.Deferred, &p.Lapsed}
+}
+
+func scanIntent(row pgx.CollectableRow) (ehr.PendingChange, error) {
+	var p ehr.PendingChange
+	err := row.Scan(intentFields(&p)...)
+	return normalIntent(p), err
+}
+
+// normalIntent is p with its times in UTC.
+func normalIntent(p ehr.PendingChange) ehr.PendingChange {
+	p.Start, p.End = p.Start.UTC(), p.End.UTC()
+	return p
 }
 
 // SyncStatus is where a system's poller stands, for /readyz and metrics.

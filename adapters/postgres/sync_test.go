@@ -224,3 +224,229 @@ func TestIntegrationSync_StatusTellsTheLastPoll(t *testing.T) {
 		t.Fatalf("status %+v, %v, %v", st, found, err)
 	}
 }
+
+// intentAt is an intent of appointment id of dr-1 at hh:00 on 2030-03-05.
+func intentAt(id, appt string, st ehr.AppointmentStatus, hh int) ehr.PendingChange {
+	start := time.Date(2030, 3, 5, hh, 0, 0, 0, time.UTC)
+	return ehr.PendingChange{ID: id, AppointmentID: appt, AgentID: "dr-1", Status: st, Start: start, End: start.Add(30 * time.Minute), Business: "biz-1"}
+}
+
+func intend(t *testing.T, s *postgres.Sync, system string, lease time.Duration, ps ...ehr.PendingChange) {
+	t.Helper()
+	for _, p := range ps {
+		if err := s.Intend(context.Background(), system, p, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func settle(t *testing.T, s *postgres.Sync, id string) (ehr.PendingChange, bool) {
+	t.Helper()
+	p, found, err := s.Settle(context.Background(), "clinic-a", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, found
+}
+
+func TestIntegrationSync_IntentsKeepTheAPIsChangeUntilSettled(t *testing.T) {
+	ctx := context.Background()
+	s := pgtest.Store(t).Sync()
+	cancel, move, other := intentAt("i-1", "a-1", ehr.StatusCancelled, 9), intentAt("i-2", "a-1", ehr.StatusBooked, 10), intentAt("i-3", "a-2", ehr.StatusBooked, 11)
+	intend(t, s, "clinic-a", time.Minute, cancel, move, other)
+	intend(t, s, "clinic-b", time.Minute, intentAt("i-1", "a-1", ehr.StatusBooked, 12)) // another system's
+	if err := s.Intend(ctx, "clinic-a", cancel, time.Minute); err == nil {
+		t.Fatal("an intent recorded twice")
+	}
+	got, err := s.Pending(ctx, "clinic-a", []string{"a-1", "missing"})
+	if err != nil || len(got) != 1 || !slices.Equal(got["a-1"], []ehr.PendingChange{cancel, move}) {
+		t.Fatalf("pending %+v, %v", got, err)
+	}
+	if err := s.Defer(ctx, "clinic-a", "i-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Pending(ctx, "clinic-a", []string{"a-1"}); !slices.Equal(got["a-1"], []ehr.PendingChange{move}) {
+		t.Fatalf("pending after a deferral %+v", got)
+	}
+	want := cancel
+	want.Deferred = true
+	if p, found := settle(t, s, "i-1"); !found || p != want {
+		t.Fatalf("settled %+v, %v; want %+v", p, found, want)
+	}
+	if _, found := settle(t, s, "i-1"); found {
+		t.Fatal("settled twice")
+	}
+	// A failed call withdraws its intent, unless the poller deferred to it.
+	if err := s.Defer(ctx, "clinic-a", "i-3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"i-2", "i-3"} {
+		if err := s.Withdraw(ctx, "clinic-a", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, found := settle(t, s, "i-2"); found {
+		t.Fatal("a withdrawn intent stayed")
+	}
+	if p, found := settle(t, s, "i-3"); !found || !p.Deferred {
+		t.Fatalf("a deferred intent was withdrawn: %+v, %v", p, found)
+	}
+	if p, found, err := s.Settle(ctx, "clinic-b", "i-1"); err != nil || !found || p.Status != ehr.StatusBooked {
+		t.Fatalf("the other system's intent: %+v, %v, %v", p, found, err)
+	}
+	if got, err := s.Pending(ctx, "clinic-a", nil); err != nil || len(got) != 0 {
+		t.Fatalf("no ids: %v, %v", got, err)
+	}
+}
+
+func TestIntegrationSync_ExpiredIntentsLapseToThePoller(t *testing.T) {
+	ctx := context.Background()
+	s := pgtest.Store(t).Sync()
+	first, deferred, running := intentAt("i-1", "a-1", ehr.StatusCancelled, 9), intentAt("i-2", "a-2", ehr.StatusBooked, 10), intentAt("i-3", "a-3", ehr.StatusBooked, 11)
+	intend(t, s, "clinic-a", 0, first) // expired at once
+	intend(t, s, "clinic-a", 0, deferred)
+	intend(t, s, "clinic-a", time.Minute, running)
+	if err := s.Defer(ctx, "clinic-a", "i-2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Pending(ctx, "clinic-a", []string{"a-1", "a-2", "a-3"}); len(got) != 1 || len(got["a-3"]) != 1 {
+		t.Fatalf("pending %+v: want the running intent alone", got)
+	}
+	if got, err := s.Lapse(ctx, "clinic-a", time.Hour, 1); err != nil || len(got) != 1 || got[0].ID != "i-1" {
+		t.Fatalf("lapse max 1: %+v, %v", got, err)
+	}
+	got, err := s.Lapse(ctx, "clinic-a", time.Hour, 10)
+	deferred.Deferred, deferred.Lapsed = true, true
+	if err != nil || !slices.Equal(got, []ehr.PendingChange{deferred}) {
+		t.Fatalf("lapse %+v, %v; want %+v", got, err, deferred)
+	}
+	if got, _ := s.Lapse(ctx, "clinic-a", time.Hour, 10); len(got) != 0 {
+		t.Fatalf("lapsed again: %+v", got)
+	}
+	// The API path settling a lapsed intent learns it; lapsed intents are
+	// kept for keep after they expired.
+	if p, found := settle(t, s, "i-1"); !found || !p.Lapsed {
+		t.Fatalf("settled %+v, %v", p, found)
+	}
+	if _, err := s.Lapse(ctx, "clinic-a", 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, found := settle(t, s, "i-2"); found {
+		t.Fatal("a lapsed intent outlived its retention")
+	}
+	if p, found := settle(t, s, "i-3"); !found || p.Lapsed {
+		t.Fatalf("the running intent: %+v, %v", p, found)
+	}
+}
+
+// openTx runs fn in an EHR transaction in the background and returns once
+// fn has run, the transaction still open; commit ends it.
+func openTx(t *testing.T, db *postgres.Store, fn func(ctx context.Context, r ehr.Repos) error) (commit func() error) {
+	t.Helper()
+	ran, release, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- db.EHRTx().WithinTx(context.Background(), func(ctx context.Context, r ehr.Repos) error {
+			err := fn(ctx, r)
+			ran <- err
+			if err != nil {
+				return err
+			}
+			<-release
+			return nil
+		})
+	}()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	return func() error {
+		close(release)
+		return <-done
+	}
+}
+
+// waitForLock waits until a statement of db waits for a lock.
+func waitForLock(t *testing.T, db *postgres.Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing waited for the intent's lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The row lock on an intent orders the poller's transaction and the API
+// path's: whichever comes second sees what the first did.
+func TestIntegrationSync_TheIntentsLockOrdersThePollerAndTheAPIPath(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	s := db.Sync()
+	settleIn := func(id string) (p ehr.PendingChange, found bool, err error) {
+		err = db.EHRTx().WithinTx(ctx, func(ctx context.Context, r ehr.Repos) error {
+			p, found, err = r.Sync.Settle(ctx, "clinic-a", id)
+			return err
+		})
+		return p, found, err
+	}
+	// The API path settles first: the poller's read waits, then finds
+	// nothing.
+	intend(t, s, "clinic-a", time.Minute, intentAt("i-1", "a-1", ehr.StatusCancelled, 9))
+	commit := openTx(t, db, func(ctx context.Context, r ehr.Repos) error {
+		_, _, err := r.Sync.Settle(ctx, "clinic-a", "i-1")
+		return err
+	})
+	var pending map[string][]ehr.PendingChange
+	read := make(chan error, 1)
+	go func() {
+		read <- db.EHRTx().WithinTx(ctx, func(ctx context.Context, r ehr.Repos) (err error) {
+			pending, err = r.Sync.Pending(ctx, "clinic-a", []string{"a-1"})
+			return err
+		})
+	}()
+	waitForLock(t, db)
+	if err := commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil || len(pending) != 0 {
+		t.Fatalf("the poller read %+v, %v after the API path settled", pending, err)
+	}
+	// The poller defers, or takes over a lapsed intent, first: the API
+	// path's settling waits, then learns it.
+	for _, step := range []struct {
+		lease time.Duration
+		fn    func(ctx context.Context, r ehr.Repos) error
+		want  func(ehr.PendingChange) bool
+	}{
+		{time.Minute, func(ctx context.Context, r ehr.Repos) error {
+			if _, err := r.Sync.Pending(ctx, "clinic-a", []string{"a-2"}); err != nil {
+				return err
+			}
+			return r.Sync.Defer(ctx, "clinic-a", "i-2")
+		}, func(p ehr.PendingChange) bool { return p.Deferred && !p.Lapsed }},
+		{0, func(ctx context.Context, r ehr.Repos) error {
+			_, err := r.Sync.Lapse(ctx, "clinic-a", time.Hour, 10)
+			return err
+		}, func(p ehr.PendingChange) bool { return p.Lapsed }},
+	} {
+		intend(t, s, "clinic-a", step.lease, intentAt("i-2", "a-2", ehr.StatusCancelled, 9))
+		commit := openTx(t, db, step.fn)
+		type settled struct {
+			p     ehr.PendingChange
+			found bool
+			err   error
+		}
+		out := make(chan settled, 1)
+		go func() {
+			p, found, err := settleIn("i-2")
+			out <- settled{p, found, err}
+		}()
+		waitForLock(t, db)
+		if err := commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-out; got.err != nil || !got.found || !step.want(got.p) {
+			t.Fatalf("lease %v: the API path settled %+v", step.lease, got)
+		}
+	}
+}

@@ -25,22 +25,29 @@ func (s *Scheduling) Cancel(ctx context.Context, id, reason string) (Appointment
 	if a.Status == StatusCancelled {
 		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is already cancelled", id)
 	}
-	cancelled, err := sch.CancelAppointment(ctx, id, strings.TrimSpace(reason))
+	in, err := s.intend(ctx, a, StatusCancelled, a.Start, a.End, c.business)
 	if err != nil {
 		return Appointment{}, err
 	}
-	return cancelled, s.changed(ctx, core.AppointmentCancelled, cancelled, c.business)
+	cancelled, err := sch.CancelAppointment(ctx, id, strings.TrimSpace(reason))
+	if err != nil {
+		s.withdraw(ctx, in)
+		return Appointment{}, err
+	}
+	return cancelled, s.changed(ctx, core.AppointmentCancelled, in, cancelled, c.business)
 }
 
 // changed notes a move or a cancellation the EHR confirmed in the booking
-// record and in sync's states (rememberChange) and writes its event. The change is made: when this fails the
-// caller is told (an error), since other systems will not hear of it.
-func (s *Scheduling) changed(ctx context.Context, t core.EventType, a Appointment, business string) error {
+// record and in sync's states, settling its intent in (rememberChange),
+// and writes its event. The change is made: when this fails the caller is
+// told (an error), since other systems may not hear of it (its intent
+// stays, so the poller publishes it once it lapses).
+func (s *Scheduling) changed(ctx context.Context, t core.EventType, in intent, a Appointment, business string) error {
 	err := s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
 		if err := r.Bookings.Changed(ctx, business, a.ID, a.Start, a.Status == StatusCancelled); err != nil {
 			return err
 		}
-		publish, err := rememberChange(ctx, r, a, business)
+		publish, err := rememberChange(ctx, r, in, a, business)
 		if err != nil || !publish {
 			return err
 		}
@@ -83,11 +90,16 @@ func (s *Scheduling) Reschedule(ctx context.Context, id string, start, end Insta
 	if err := s.checkFree(call, sch, a.AgentID, p.Start, p.End, &Period{Start: a.Start, End: a.End}); err != nil {
 		return Appointment{}, err
 	}
-	moved, err := sch.RescheduleAppointment(call, id, p.Start, p.End)
+	in, err := s.intend(ctx, a, a.Status, p.Start, p.End, c.business)
 	if err != nil {
 		return Appointment{}, err
 	}
-	return moved, s.changed(ctx, core.AppointmentRescheduled, moved, c.business)
+	moved, err := sch.RescheduleAppointment(call, id, p.Start, p.End)
+	if err != nil {
+		s.withdraw(ctx, in)
+		return Appointment{}, err
+	}
+	return moved, s.changed(ctx, core.AppointmentRescheduled, in, moved, c.business)
 }
 
 // mayChange checks that the caller may cancel or reschedule appointment

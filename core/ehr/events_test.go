@@ -28,7 +28,9 @@ type memTx struct {
 
 func (m *memTx) WithinTx(ctx context.Context, fn func(context.Context, Repos) error) error {
 	o := &memOutbox{err: m.emit}
+	snap := m.sync.snapshot() // sync's states and intents roll back
 	if err := fn(ctx, Repos{Idempotency: m.idem, Bookings: m.bookings, Outbox: o, Sync: m.sync}); err != nil {
+		m.sync.restore(snap)
 		return err
 	}
 	m.mu.Lock()

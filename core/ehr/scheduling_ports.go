@@ -127,8 +127,10 @@ type Repos struct {
 	Bookings    BookingLog
 	Outbox      core.Outbox
 	// Sync remembers the appointment states sync classifies changes
-	// against: the API paths write theirs with their events, so the poller
-	// sees no difference and publishes no second event.
+	// against and the API paths' intents (PendingChange): a move or a
+	// cancellation records its intent before the EHR is called and
+	// settles it with its event and state, so the poller publishes no
+	// second event.
 	Sync SyncRepo
 }
 

@@ -225,12 +225,11 @@ type batch struct {
 // takeIn classifies one batch of changes and writes its events, the states
 // and the cursor in one transaction, which commits only while this
 // instance holds the lease. last tells the batch that ends the feed: the
-// baseline is done with it.
+// baseline is done with it. A batch without changes still takes over the
+// API paths' lapsed intents (classifyBatch), so an idle EHR does not keep
+// their changes unpublished.
 func (s *Syncer) takeIn(ctx context.Context, cur SyncCursor, changes []AppointmentChange, last bool, res *PollResult) (SyncCursor, error) {
 	next := SyncCursor{Watermark: newestChange(cur.Watermark, changes), Baselined: cur.Baselined || last}
-	if len(changes) == 0 && next == cur {
-		return cur, nil // nothing to write
-	}
 	var b batch
 	err := s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
 		b = batch{}

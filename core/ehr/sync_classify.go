@@ -11,12 +11,19 @@ import (
 // classifyBatch classifies changes against the states remembered of their
 // appointments, emits their events (none in a baseline) and remembers the
 // new states, through r.
+//
+// The API paths' intents come first (the order of their own
+// transactions' locks): the lapsed ones are taken over, and a change that
+// matches a pending one is classified against the state the intent asks
+// for, so what the API path publishes is not published here too.
 func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []AppointmentChange, baseline bool, b *batch) error {
-	ids := make([]string, 0, len(changes))
-	for _, c := range changes {
-		if usable(c.Appointment) {
-			ids = append(ids, c.Appointment.ID)
-		}
+	if err := s.takeOver(ctx, r, b); err != nil {
+		return err
+	}
+	ids := usableIDs(changes)
+	pending, err := r.Sync.Pending(ctx, s.cfg.System, ids)
+	if err != nil {
+		return err
 	}
 	known, err := r.Sync.Known(ctx, s.cfg.System, ids)
 	if err != nil {
@@ -42,9 +49,13 @@ func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []Appointme
 			continue
 		}
 		st := s.state(c, k, found, booked[a.ID])
+		base, based, err := s.deferTo(ctx, r, pending, a, k, found)
+		if err != nil {
+			return err
+		}
 		if !baseline {
 			ours := a.Ref != "" || slices.ContainsFunc(booked[a.ID], s.serves)
-			for _, t := range classify(k, found, ours, a.Status, a.Start, a.End) {
+			for _, t := range classify(base, based, ours, a.Status, a.Start, a.End) {
 				e := core.AppointmentEvent(t, core.OriginEHR, a.ID, a.AgentID, string(a.Status), a.Start, a.End, st.Business)
 				if err := r.Outbox.Emit(ctx, e); err != nil {
 					return err
@@ -58,6 +69,67 @@ func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []Appointme
 		known[a.ID] = st // the same appointment twice in a batch
 	}
 	return nil
+}
+
+// lapsedKeep is how long a lapsed intent is kept for its API path, which
+// then publishes nothing.
+const lapsedKeep = 24 * time.Hour
+
+// takeOver takes over the API paths' intents that expired: one the poller
+// has deferred to (it saw the change in the EHR, and its API path never
+// told it) is published here, with origin ehr.
+func (s *Syncer) takeOver(ctx context.Context, r Repos, b *batch) error {
+	lapsed, err := r.Sync.Lapse(ctx, s.cfg.System, lapsedKeep, s.cfg.Batch)
+	if err != nil {
+		return err
+	}
+	for _, p := range lapsed {
+		if !p.Deferred {
+			continue // the EHR's change, if it made it, is read as its own
+		}
+		t := core.AppointmentRescheduled
+		if p.Status == StatusCancelled {
+			t = core.AppointmentCancelled
+		}
+		e := core.AppointmentEvent(t, core.OriginEHR, p.AppointmentID, p.AgentID, string(p.Status), p.Start, p.End, p.Business)
+		if err := r.Outbox.Emit(ctx, e); err != nil {
+			return err
+		}
+		b.events = append(b.events, e)
+	}
+	return nil
+}
+
+// deferTo returns the state to classify appointment a's change against:
+// when a pending intent of the API paths matches it (a cancellation, or a
+// move to a's times), the state the intent asks for (found), and the
+// intent is marked deferred and used up; else the known state k (found).
+func (s *Syncer) deferTo(ctx context.Context, r Repos, pending map[string][]PendingChange, a Appointment, k AppointmentState, found bool) (AppointmentState, bool, error) {
+	ps := pending[a.ID]
+	i := slices.IndexFunc(ps, func(p PendingChange) bool { return matches(p, a) })
+	if i < 0 {
+		return k, found, nil
+	}
+	p := ps[i]
+	pending[a.ID] = slices.Delete(ps, i, i+1)
+	if err := r.Sync.Defer(ctx, s.cfg.System, p.ID); err != nil {
+		return k, found, err
+	}
+	if !found {
+		k = AppointmentState{ID: a.ID, AgentID: a.AgentID}
+	}
+	k.Status, k.Start, k.End = p.Status, p.Start, p.End
+	return k, true, nil
+}
+
+// matches reports whether a shows the change intent p asks for: cancelled
+// for a cancellation, p's times for a move (whatever its status: a status
+// changed too is the EHR's own change).
+func matches(p PendingChange, a Appointment) bool {
+	if p.Status == StatusCancelled {
+		return a.Status == StatusCancelled
+	}
+	return a.Start.Equal(p.Start) && a.End.Equal(p.End)
 }
 
 // classify returns the events of an appointment's change to status, start
@@ -137,6 +209,17 @@ func usable(a Appointment) bool {
 	}
 	return a.AgentID != "" && !a.Start.IsZero() && a.End.After(a.Start) &&
 		slices.Contains(AppointmentStatuses, a.Status) && !a.UpdatedAt.IsZero()
+}
+
+// usableIDs returns the ids of the usable appointments of changes.
+func usableIDs(changes []AppointmentChange) []string {
+	ids := make([]string, 0, len(changes))
+	for _, c := range changes {
+		if usable(c.Appointment) {
+			ids = append(ids, c.Appointment.ID)
+		}
+	}
+	return ids
 }
 
 // unknownIDs returns those of ids that known does not hold.

@@ -23,6 +23,13 @@ type memSync struct {
 	states  map[string]map[string]AppointmentState // system → id → state
 	booked  map[string][]string                    // appointment id → businesses
 	failure map[string]string                      // system → last poll's failure
+	pending []memIntent                            // the API paths' intents, oldest first
+}
+
+type memIntent struct {
+	PendingChange
+	system  string
+	expires time.Time
 }
 
 type memCursor struct {
@@ -36,7 +43,8 @@ func newMemSync() *memSync {
 		booked: map[string][]string{}, failure: map[string]string{}}
 	m.SyncStoreMock = &SyncStoreMock{ClaimFunc: m.claim, PolledFunc: m.polled, KnownBetweenFunc: m.knownBetween}
 	m.SyncRepoMock = &SyncRepoMock{HoldFunc: m.hold, KnownFunc: m.known, BookedFunc: m.bookedOf,
-		RememberFunc: m.remember, AdvanceFunc: m.advance}
+		RememberFunc: m.remember, AdvanceFunc: m.advance, IntendFunc: m.intend, PendingFunc: m.pendingOf,
+		DeferFunc: m.deferTo, SettleFunc: m.settle, WithdrawFunc: m.withdraw, LapseFunc: m.lapse}
 	return m
 }
 
@@ -130,6 +138,94 @@ func (m *memSync) advance(_ context.Context, system string, to SyncCursor) error
 	return nil
 }
 
+func (m *memSync) intend(_ context.Context, system string, p PendingChange, lease time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending = append(m.pending, memIntent{PendingChange: p, system: system, expires: m.now.Add(lease)})
+	return nil
+}
+
+func (m *memSync) pendingOf(_ context.Context, system string, ids []string) (map[string][]PendingChange, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]PendingChange{}
+	for _, p := range m.pending {
+		if p.system == system && slices.Contains(ids, p.AppointmentID) && !p.Deferred && !p.Lapsed && p.expires.After(m.now) {
+			out[p.AppointmentID] = append(out[p.AppointmentID], p.PendingChange)
+		}
+	}
+	return out, nil
+}
+
+// intent returns the index of system's intent id, or -1.
+func (m *memSync) intent(system, id string) int {
+	return slices.IndexFunc(m.pending, func(p memIntent) bool { return p.system == system && p.ID == id })
+}
+
+func (m *memSync) deferTo(_ context.Context, system, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := m.intent(system, id); i >= 0 {
+		m.pending[i].Deferred = true
+	}
+	return nil
+}
+
+func (m *memSync) settle(_ context.Context, system, id string) (PendingChange, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := m.intent(system, id)
+	if i < 0 {
+		return PendingChange{}, false, nil
+	}
+	p := m.pending[i].PendingChange
+	m.pending = slices.Delete(m.pending, i, i+1)
+	return p, true, nil
+}
+
+func (m *memSync) withdraw(_ context.Context, system, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := m.intent(system, id); i >= 0 && !m.pending[i].Deferred {
+		m.pending = slices.Delete(m.pending, i, i+1)
+	}
+	return nil
+}
+
+func (m *memSync) lapse(_ context.Context, system string, keep time.Duration, max int) ([]PendingChange, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending = slices.DeleteFunc(m.pending, func(p memIntent) bool {
+		return p.system == system && p.Lapsed && p.expires.Before(m.now.Add(-keep))
+	})
+	var out []PendingChange
+	for i, p := range m.pending {
+		if p.system == system && !p.Lapsed && !p.expires.After(m.now) && len(out) < max {
+			m.pending[i].Lapsed = true
+			out = append(out, m.pending[i].PendingChange)
+		}
+	}
+	return out, nil
+}
+
+// intents returns the intents kept.
+func (m *memSync) intents() []PendingChange {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []PendingChange
+	for _, p := range m.pending {
+		out = append(out, p.PendingChange)
+	}
+	return out
+}
+
+// tick moves the database's clock on by d.
+func (m *memSync) tick(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.now = m.now.Add(d)
+}
+
 // cursor returns system's cursor.
 func (m *memSync) cursor(system string) SyncCursor {
 	m.mu.Lock()
@@ -146,22 +242,28 @@ func (m *memSync) state(system, id string) (AppointmentState, bool) {
 }
 
 // snapshot and restore roll a transaction back.
-func (m *memSync) snapshot() (map[string]memCursor, map[string]map[string]AppointmentState) {
+type memSnapshot struct {
+	cursors map[string]memCursor
+	states  map[string]map[string]AppointmentState
+	pending []memIntent
+}
+
+func (m *memSync) snapshot() memSnapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	states := map[string]map[string]AppointmentState{}
 	for k, v := range m.states {
 		states[k] = maps.Clone(v)
 	}
-	return maps.Clone(m.cursors), states
+	return memSnapshot{cursors: maps.Clone(m.cursors), states: states, pending: slices.Clone(m.pending)}
 }
 
-func (m *memSync) restore(cursors map[string]memCursor, states map[string]map[string]AppointmentState) {
+func (m *memSync) restore(s memSnapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// The lease is not rolled back: Hold's renewal is, but keeping it
 	// changes nothing a test looks at.
-	m.cursors, m.states = cursors, states
+	m.cursors, m.states, m.pending = s.cursors, s.states, s.pending
 }
 
 // syncTx is a Transactor over a memSync whose transactions roll back: a
@@ -175,10 +277,10 @@ type syncTx struct {
 }
 
 func (t *syncTx) WithinTx(ctx context.Context, fn func(context.Context, Repos) error) error {
-	cursors, states := t.sync.snapshot()
+	snap := t.sync.snapshot()
 	o := &memOutbox{err: t.emit}
 	if err := fn(ctx, Repos{Sync: t.sync, Outbox: o}); err != nil {
-		t.sync.restore(cursors, states)
+		t.sync.restore(snap)
 		return err
 	}
 	t.mu.Lock()

@@ -317,14 +317,32 @@ var _ SyncRepo = &SyncRepoMock{}
 //			BookedFunc: func(ctx context.Context, ids []string) (map[string][]string, error) {
 //				panic("mock out the Booked method")
 //			},
+//			DeferFunc: func(ctx context.Context, system string, id string) error {
+//				panic("mock out the Defer method")
+//			},
 //			HoldFunc: func(ctx context.Context, system string, owner string, lease time.Duration) error {
 //				panic("mock out the Hold method")
+//			},
+//			IntendFunc: func(ctx context.Context, system string, p PendingChange, lease time.Duration) error {
+//				panic("mock out the Intend method")
 //			},
 //			KnownFunc: func(ctx context.Context, system string, ids []string) (map[string]AppointmentState, error) {
 //				panic("mock out the Known method")
 //			},
+//			LapseFunc: func(ctx context.Context, system string, keep time.Duration, max int) ([]PendingChange, error) {
+//				panic("mock out the Lapse method")
+//			},
+//			PendingFunc: func(ctx context.Context, system string, ids []string) (map[string][]PendingChange, error) {
+//				panic("mock out the Pending method")
+//			},
 //			RememberFunc: func(ctx context.Context, system string, s AppointmentState) error {
 //				panic("mock out the Remember method")
+//			},
+//			SettleFunc: func(ctx context.Context, system string, id string) (PendingChange, bool, error) {
+//				panic("mock out the Settle method")
+//			},
+//			WithdrawFunc: func(ctx context.Context, system string, id string) error {
+//				panic("mock out the Withdraw method")
 //			},
 //		}
 //
@@ -339,14 +357,32 @@ type SyncRepoMock struct {
 	// BookedFunc mocks the Booked method.
 	BookedFunc func(ctx context.Context, ids []string) (map[string][]string, error)
 
+	// DeferFunc mocks the Defer method.
+	DeferFunc func(ctx context.Context, system string, id string) error
+
 	// HoldFunc mocks the Hold method.
 	HoldFunc func(ctx context.Context, system string, owner string, lease time.Duration) error
+
+	// IntendFunc mocks the Intend method.
+	IntendFunc func(ctx context.Context, system string, p PendingChange, lease time.Duration) error
 
 	// KnownFunc mocks the Known method.
 	KnownFunc func(ctx context.Context, system string, ids []string) (map[string]AppointmentState, error)
 
+	// LapseFunc mocks the Lapse method.
+	LapseFunc func(ctx context.Context, system string, keep time.Duration, max int) ([]PendingChange, error)
+
+	// PendingFunc mocks the Pending method.
+	PendingFunc func(ctx context.Context, system string, ids []string) (map[string][]PendingChange, error)
+
 	// RememberFunc mocks the Remember method.
 	RememberFunc func(ctx context.Context, system string, s AppointmentState) error
+
+	// SettleFunc mocks the Settle method.
+	SettleFunc func(ctx context.Context, system string, id string) (PendingChange, bool, error)
+
+	// WithdrawFunc mocks the Withdraw method.
+	WithdrawFunc func(ctx context.Context, system string, id string) error
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -366,6 +402,15 @@ type SyncRepoMock struct {
 			// Ids is the ids argument value.
 			Ids []string
 		}
+		// Defer holds details about calls to the Defer method.
+		Defer []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+			// ID is the id argument value.
+			ID string
+		}
 		// Hold holds details about calls to the Hold method.
 		Hold []struct {
 			// Ctx is the ctx argument value.
@@ -377,8 +422,39 @@ type SyncRepoMock struct {
 			// Lease is the lease argument value.
 			Lease time.Duration
 		}
+		// Intend holds details about calls to the Intend method.
+		Intend []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+			// P is the p argument value.
+			P PendingChange
+			// Lease is the lease argument value.
+			Lease time.Duration
+		}
 		// Known holds details about calls to the Known method.
 		Known []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+			// Ids is the ids argument value.
+			Ids []string
+		}
+		// Lapse holds details about calls to the Lapse method.
+		Lapse []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+			// Keep is the keep argument value.
+			Keep time.Duration
+			// Max is the max argument value.
+			Max int
+		}
+		// Pending holds details about calls to the Pending method.
+		Pending []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
 			// System is the system argument value.
@@ -395,12 +471,36 @@ type SyncRepoMock struct {
 			// S is the s argument value.
 			S AppointmentState
 		}
+		// Settle holds details about calls to the Settle method.
+		Settle []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+			// ID is the id argument value.
+			ID string
+		}
+		// Withdraw holds details about calls to the Withdraw method.
+		Withdraw []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+			// ID is the id argument value.
+			ID string
+		}
 	}
 	lockAdvance  sync.RWMutex
 	lockBooked   sync.RWMutex
+	lockDefer    sync.RWMutex
 	lockHold     sync.RWMutex
+	lockIntend   sync.RWMutex
 	lockKnown    sync.RWMutex
+	lockLapse    sync.RWMutex
+	lockPending  sync.RWMutex
 	lockRemember sync.RWMutex
+	lockSettle   sync.RWMutex
+	lockWithdraw sync.RWMutex
 }
 
 // Advance calls AdvanceFunc.
@@ -479,6 +579,46 @@ func (mock *SyncRepoMock) BookedCalls() []struct {
 	return calls
 }
 
+// Defer calls DeferFunc.
+func (mock *SyncRepoMock) Defer(ctx context.Context, system string, id string) error {
+	if mock.DeferFunc == nil {
+		panic("SyncRepoMock.DeferFunc: method is nil but SyncRepo.Defer was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+		ID     string
+	}{
+		Ctx:    ctx,
+		System: system,
+		ID:     id,
+	}
+	mock.lockDefer.Lock()
+	mock.calls.Defer = append(mock.calls.Defer, callInfo)
+	mock.lockDefer.Unlock()
+	return mock.DeferFunc(ctx, system, id)
+}
+
+// DeferCalls gets all the calls that were made to Defer.
+// Check the length with:
+//
+//	len(mockedSyncRepo.DeferCalls())
+func (mock *SyncRepoMock) DeferCalls() []struct {
+	Ctx    context.Context
+	System string
+	ID     string
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+		ID     string
+	}
+	mock.lockDefer.RLock()
+	calls = mock.calls.Defer
+	mock.lockDefer.RUnlock()
+	return calls
+}
+
 // Hold calls HoldFunc.
 func (mock *SyncRepoMock) Hold(ctx context.Context, system string, owner string, lease time.Duration) error {
 	if mock.HoldFunc == nil {
@@ -523,6 +663,50 @@ func (mock *SyncRepoMock) HoldCalls() []struct {
 	return calls
 }
 
+// Intend calls IntendFunc.
+func (mock *SyncRepoMock) Intend(ctx context.Context, system string, p PendingChange, lease time.Duration) error {
+	if mock.IntendFunc == nil {
+		panic("SyncRepoMock.IntendFunc: method is nil but SyncRepo.Intend was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+		P      PendingChange
+		Lease  time.Duration
+	}{
+		Ctx:    ctx,
+		System: system,
+		P:      p,
+		Lease:  lease,
+	}
+	mock.lockIntend.Lock()
+	mock.calls.Intend = append(mock.calls.Intend, callInfo)
+	mock.lockIntend.Unlock()
+	return mock.IntendFunc(ctx, system, p, lease)
+}
+
+// IntendCalls gets all the calls that were made to Intend.
+// Check the length with:
+//
+//	len(mockedSyncRepo.IntendCalls())
+func (mock *SyncRepoMock) IntendCalls() []struct {
+	Ctx    context.Context
+	System string
+	P      PendingChange
+	Lease  time.Duration
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+		P      PendingChange
+		Lease  time.Duration
+	}
+	mock.lockIntend.RLock()
+	calls = mock.calls.Intend
+	mock.lockIntend.RUnlock()
+	return calls
+}
+
 // Known calls KnownFunc.
 func (mock *SyncRepoMock) Known(ctx context.Context, system string, ids []string) (map[string]AppointmentState, error) {
 	if mock.KnownFunc == nil {
@@ -563,6 +747,90 @@ func (mock *SyncRepoMock) KnownCalls() []struct {
 	return calls
 }
 
+// Lapse calls LapseFunc.
+func (mock *SyncRepoMock) Lapse(ctx context.Context, system string, keep time.Duration, max int) ([]PendingChange, error) {
+	if mock.LapseFunc == nil {
+		panic("SyncRepoMock.LapseFunc: method is nil but SyncRepo.Lapse was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+		Keep   time.Duration
+		Max    int
+	}{
+		Ctx:    ctx,
+		System: system,
+		Keep:   keep,
+		Max:    max,
+	}
+	mock.lockLapse.Lock()
+	mock.calls.Lapse = append(mock.calls.Lapse, callInfo)
+	mock.lockLapse.Unlock()
+	return mock.LapseFunc(ctx, system, keep, max)
+}
+
+// LapseCalls gets all the calls that were made to Lapse.
+// Check the length with:
+//
+//	len(mockedSyncRepo.LapseCalls())
+func (mock *SyncRepoMock) LapseCalls() []struct {
+	Ctx    context.Context
+	System string
+	Keep   time.Duration
+	Max    int
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+		Keep   time.Duration
+		Max    int
+	}
+	mock.lockLapse.RLock()
+	calls = mock.calls.Lapse
+	mock.lockLapse.RUnlock()
+	return calls
+}
+
+// Pending calls PendingFunc.
+func (mock *SyncRepoMock) Pending(ctx context.Context, system string, ids []string) (map[string][]PendingChange, error) {
+	if mock.PendingFunc == nil {
+		panic("SyncRepoMock.PendingFunc: method is nil but SyncRepo.Pending was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+		Ids    []string
+	}{
+		Ctx:    ctx,
+		System: system,
+		Ids:    ids,
+	}
+	mock.lockPending.Lock()
+	mock.calls.Pending = append(mock.calls.Pending, callInfo)
+	mock.lockPending.Unlock()
+	return mock.PendingFunc(ctx, system, ids)
+}
+
+// PendingCalls gets all the calls that were made to Pending.
+// Check the length with:
+//
+//	len(mockedSyncRepo.PendingCalls())
+func (mock *SyncRepoMock) PendingCalls() []struct {
+	Ctx    context.Context
+	System string
+	Ids    []string
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+		Ids    []string
+	}
+	mock.lockPending.RLock()
+	calls = mock.calls.Pending
+	mock.lockPending.RUnlock()
+	return calls
+}
+
 // Remember calls RememberFunc.
 func (mock *SyncRepoMock) Remember(ctx context.Context, system string, s AppointmentState) error {
 	if mock.RememberFunc == nil {
@@ -600,5 +868,85 @@ func (mock *SyncRepoMock) RememberCalls() []struct {
 	mock.lockRemember.RLock()
 	calls = mock.calls.Remember
 	mock.lockRemember.RUnlock()
+	return calls
+}
+
+// Settle calls SettleFunc.
+func (mock *SyncRepoMock) Settle(ctx context.Context, system string, id string) (PendingChange, bool, error) {
+	if mock.SettleFunc == nil {
+		panic("SyncRepoMock.SettleFunc: method is nil but SyncRepo.Settle was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+		ID     string
+	}{
+		Ctx:    ctx,
+		System: system,
+		ID:     id,
+	}
+	mock.lockSettle.Lock()
+	mock.calls.Settle = append(mock.calls.Settle, callInfo)
+	mock.lockSettle.Unlock()
+	return mock.SettleFunc(ctx, system, id)
+}
+
+// SettleCalls gets all the calls that were made to Settle.
+// Check the length with:
+//
+//	len(mockedSyncRepo.SettleCalls())
+func (mock *SyncRepoMock) SettleCalls() []struct {
+	Ctx    context.Context
+	System string
+	ID     string
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+		ID     string
+	}
+	mock.lockSettle.RLock()
+	calls = mock.calls.Settle
+	mock.lockSettle.RUnlock()
+	return calls
+}
+
+// Withdraw calls WithdrawFunc.
+func (mock *SyncRepoMock) Withdraw(ctx context.Context, system string, id string) error {
+	if mock.WithdrawFunc == nil {
+		panic("SyncRepoMock.WithdrawFunc: method is nil but SyncRepo.Withdraw was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+		ID     string
+	}{
+		Ctx:    ctx,
+		System: system,
+		ID:     id,
+	}
+	mock.lockWithdraw.Lock()
+	mock.calls.Withdraw = append(mock.calls.Withdraw, callInfo)
+	mock.lockWithdraw.Unlock()
+	return mock.WithdrawFunc(ctx, system, id)
+}
+
+// WithdrawCalls gets all the calls that were made to Withdraw.
+// Check the length with:
+//
+//	len(mockedSyncRepo.WithdrawCalls())
+func (mock *SyncRepoMock) WithdrawCalls() []struct {
+	Ctx    context.Context
+	System string
+	ID     string
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+		ID     string
+	}
+	mock.lockWithdraw.RLock()
+	calls = mock.calls.Withdraw
+	mock.lockWithdraw.RUnlock()
 	return calls
 }

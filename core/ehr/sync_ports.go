@@ -98,6 +98,62 @@ type SyncRepo interface {
 	// Advance moves system's cursor forward to c: the watermark never goes
 	// back (a zero one is unchanged), and a done baseline stays done.
 	Advance(ctx context.Context, system string, c SyncCursor) error
+
+	// Intend records p, a change an API path is about to ask system for,
+	// until lease from now (the database's clock).
+	Intend(ctx context.Context, system string, p PendingChange, lease time.Duration) error
+	// Pending returns system's intents for the appointments among ids
+	// that are neither expired, deferred nor lapsed, by appointment id,
+	// locked until the transaction ends.
+	Pending(ctx context.Context, system string, ids []string) (map[string][]PendingChange, error)
+	// Defer marks system's intent id as seen by the poller in the EHR and
+	// left to its API path.
+	Defer(ctx context.Context, system, id string) error
+	// Settle removes system's intent id for its API path, which has the
+	// EHR's answer, and returns it as it was; found is false when there is
+	// none (none recorded, or a lapsed one kept past its retention).
+	Settle(ctx context.Context, system, id string) (p PendingChange, found bool, err error)
+	// Withdraw removes system's intent id, of an API call that failed,
+	// unless the poller has deferred to it (then it lapses).
+	Withdraw(ctx context.Context, system, id string) error
+	// Lapse marks at most max of system's expired intents lapsed (taken
+	// over by the poller) and returns them, oldest first; it removes the
+	// lapsed ones that expired before keep ago, whose API path is long
+	// gone.
+	Lapse(ctx context.Context, system string, keep time.Duration, max int) ([]PendingChange, error)
+}
+
+// PendingChange is the intent of an API path about to move or cancel an
+// appointment in its EHR, recorded (SyncRepo.Intend) in a short
+// transaction of its own before the EHR is called, and removed by the API
+// path once the EHR has answered, in the transaction of its event
+// (Settle), or failed (Withdraw). It decides who publishes the change:
+//
+//   - until it expires, the poller, reading a change that matches it (a
+//     cancellation, or the new times of a move), defers to it: it
+//     publishes nothing of what the intent tells, and the API path
+//     publishes the change with origin api when it settles the intent;
+//   - once it has expired (longer than the EHR call; an API path that died
+//     or could not commit after the EHR's answer) the poller takes it over
+//     (lapsed): a deferred one it publishes itself, with origin ehr (the
+//     API path never told it), and any other change it reads from then on
+//     it publishes as the EHR's. An API path settling a lapsed intent
+//     publishes nothing.
+//
+// The database's row lock on the intent orders the poller's transaction and
+// the API path's: exactly one event per change either way.
+type PendingChange struct {
+	ID            string // the intent's own id
+	AppointmentID string
+	AgentID       string
+	// Status, Start and End are the appointment's state the change asks
+	// for: cancelled (a cancellation), or new times (a move).
+	Status     AppointmentStatus
+	Start, End time.Time
+	Business   string // the business its event belongs to ("" none)
+	// Deferred tells an intent whose change the poller has seen in the
+	// EHR and left to the API path; Lapsed one it has taken over.
+	Deferred, Lapsed bool
 }
 
 // ErrSyncLeaseLost is a poller whose lease another instance has taken

@@ -72,3 +72,30 @@ func TestServer_WithoutChangesAnswersUnknownAction(t *testing.T) {
 		t.Errorf("appointments.changes of a bot without it = %+v; want unknown_action", f)
 	}
 }
+
+// A late answer: the bot makes the change at once (other connections see
+// it) and holds the answer.
+func TestServer_LateAnswerMakesTheChangeFirst(t *testing.T) {
+	srv := wsbottest.Start(t)
+	day := time.Date(2031, 1, 6, 0, 0, 0, 0, time.UTC)
+	agent := srv.AddAgent(ehr.Agent{Name: "Ana"}, []ehr.Period{{Start: day, End: day.Add(24 * time.Hour)}})
+	a := srv.AddAppointment(ehr.Appointment{AgentID: agent, Start: day.Add(9 * time.Hour), End: day.Add(10 * time.Hour)})
+	srv.SetLateAnswer("appointments.cancel", time.Hour)
+	caller, other := dial(t, srv, nil), dial(t, srv, nil)
+	send(t, caller, "c-1", "appointments.cancel", map[string]any{"id": a, "reason": "late"})
+	deadline := time.Now().Add(5 * time.Second)
+	for changesOf(t, call(t, other, "appointments.changes", map[string]any{}))[a].Status != "cancelled" {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancellation never showed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = caller.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, msg, err := caller.ReadMessage(); err == nil {
+		t.Fatalf("answered at once: %s", msg)
+	}
+	srv.SetLateAnswer("appointments.cancel", 0)
+	if f := call(t, other, "appointments.cancel", map[string]any{"id": a}); errCode(f) != "conflict" {
+		t.Fatalf("cancelling again without a late answer = %+v", f)
+	}
+}

@@ -141,8 +141,8 @@ func (c *conn) pong(data string) error {
 
 // faults is what the knobs do to one request.
 type faults struct {
-	delay  time.Duration
-	silent bool
+	delay, late time.Duration
+	silent      bool
 }
 
 // admit counts a request and reads the knobs for its action; drop says the
@@ -159,21 +159,15 @@ func (s *Server) admit(action string) (f faults, drop bool) {
 	if !ok {
 		delay = s.delays[""]
 	}
-	return faults{delay: delay, silent: s.silent[action]}, drop
+	return faults{delay: delay, late: s.late[action], silent: s.silent[action]}, drop
 }
 
 // reply handles one request in its own goroutine, after the delay, and
-// answers it unless the action is silenced.
+// answers it, after its late delay, unless the action is silenced.
 func (c *conn) reply(seq int, req request, f faults) {
 	defer c.handlers.Done()
-	if f.delay > 0 {
-		t := time.NewTimer(f.delay)
-		select {
-		case <-t.C:
-		case <-c.done:
-			t.Stop()
-			return
-		}
+	if !c.wait(f.delay) {
+		return
 	}
 	resp := response{ID: req.ID, Type: "response"}
 	if !c.authorized {
@@ -181,10 +175,25 @@ func (c *conn) reply(seq int, req request, f faults) {
 	} else {
 		resp.Result, resp.Error = c.s.handle(req.Action, req.Payload)
 	}
-	if f.silent {
+	if f.silent || !c.wait(f.late) {
 		return
 	}
 	c.answer(seq, resp)
+}
+
+// wait waits d, and reports false when the connection ends first.
+func (c *conn) wait(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.done:
+		return false
+	}
 }
 
 // answer sends resp, the answer to the seq-th request, now or into the

@@ -116,7 +116,8 @@ type Server struct {
 	noChanges   bool      // appointments.changes answers unknown_action
 	lastChange  time.Time // updatedAt of the last change (tickLocked)
 	delays      map[string]time.Duration
-	silent      map[string]bool // actions carried out but never answered
+	late        map[string]time.Duration // actions carried out at once, answered after
+	silent      map[string]bool          // actions carried out but never answered
 	ignorePings bool
 	outOfOrder  int
 	dropAfter   int // > 0: requests left before the drop; 0: none armed
@@ -156,6 +157,7 @@ type appointment struct {
 func Start(ctx context.Context, opts ...Option) (*Server, error) {
 	s := &Server{
 		delays: make(map[string]time.Duration),
+		late:   make(map[string]time.Duration),
 		silent: make(map[string]bool),
 		conns:  make(map[*conn]struct{}),
 		agents: make(map[string]*agent),
@@ -255,6 +257,19 @@ func (s *Server) SetDelay(action string, d time.Duration) {
 		return
 	}
 	s.delays[action] = d
+}
+
+// SetLateAnswer makes the bot carry out action at once and hold its answer
+// for d (0 removes it): a change already visible in the bot (its
+// appointments.changes) before the caller hears of it.
+func (s *Server) SetLateAnswer(action string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.late, action)
+		return
+	}
+	s.late[action] = d
 }
 
 // AppointmentCount is how many appointments the bot holds, cancelled ones
