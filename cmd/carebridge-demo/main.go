@@ -137,7 +137,7 @@ func frontDesk(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("front-desk %s: %w", action, err)
 	}
-	fmt.Printf("%s: Appointment/%s is %s (%s to %s); Carebridge publishes %s with origin \"ehr\" within %s\n",
+	fmt.Printf("%s: Appointment/%s, status %s, %s to %s; Carebridge publishes %s with origin \"ehr\" at its next poll (every %s)\n",
 		demoehr.FHIRName, c.ID, c.Status, c.Start.Format(time.RFC3339), c.End.Format(time.RFC3339),
 		demoehr.FrontDeskActions[action], demoehr.SyncInterval)
 	return nil
