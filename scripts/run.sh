@@ -192,6 +192,22 @@ A patient's token (books, lists and changes only its own appointments; it names 
 with -H "X-Business-Id: $BUSINESS_ID"):
   export PATIENT_TOKEN=\$(bin/carebridge dev-token --sub patient-ava --scope "patient/Appointment.cus")
 TXT
+	if [ "$DEMO_INTEGRATION" = demo-fhir ]; then
+		cat <<TXT
+
+EHR sync: Carebridge polls the demo EHRs every $DEMO_SYNC_INTERVAL for appointment changes made in them directly (the
+front desk, not the API) and publishes each as an event with "origin":"ehr". To watch, in another terminal
+(one subscription is enough: skip add-webhook if you made the '*' one above):
+  set -a; . data/run.env; set +a
+  bin/carebridge admin add-webhook --url http://127.0.0.1:9000/ --events appointment.booked,appointment.rescheduled,appointment.cancelled,appointment.status_changed
+  bin/carebridge dev-receiver --addr 127.0.0.1:9000 --secret <the whsec_… it printed>
+Then, in a third, change appointments at the demo FHIR server's front desk; each event arrives within $DEMO_SYNC_INTERVAL or so:
+  bin/carebridge-demo front-desk arrive          # marks arrived the appointment booked above: appointment.status_changed
+  bin/carebridge-demo front-desk book            # a booking by phone: appointment.booked (prints its id)
+  bin/carebridge-demo front-desk --id ID move    # an hour later: appointment.rescheduled
+  bin/carebridge-demo front-desk --id ID cancel  # appointment.cancelled
+TXT
+	fi
 elif [ -n "${demo_note:-}" ]; then
 	printf '\n%s\n' "$demo_note"
 fi

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -63,6 +64,17 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 	if r.status != 200 || agents["totalCount"] != 3.0 {
 		t.Fatalf("agents: %d %s", r.status, r.body)
 	}
+	demoBook(t, s, tok, d)
+	if r, page := s.ehrCall("GET", "/appointment?agentId="+d.AgentID, tok, ""); r.status != 200 || page["totalCount"] != 1.0 {
+		t.Fatalf("list: %d %s", r.status, r.body)
+	}
+}
+
+// demoBook books the demo's first practitioner as `make run` prints it
+// (a free slot two days ahead) with tok, acting with the headers hdr, and
+// returns the appointment.
+func demoBook(t *testing.T, s *server, tok string, d *demoehr.Demo, hdr ...string) map[string]any {
+	t.Helper()
 	_, zone := d.Agent()
 	loc, _ := time.LoadLocation(zone)
 	day := time.Now().In(loc).AddDate(0, 0, 2)
@@ -70,19 +82,18 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 		day = day.AddDate(0, 0, 1)
 	}
 	date := day.Format(time.DateOnly)
-	r, av := s.ehrCall("GET", fmt.Sprintf("/agents/%s/availability?from=%s&to=%s&duration=30", d.AgentID, date, date), tok, "")
+	r, av := s.ehrCall("GET", fmt.Sprintf("/agents/%s/availability?from=%s&to=%s&duration=30", d.AgentID, date, date), tok, "", hdr...)
 	slots, _ := av["slots"].([]any)
 	if r.status != 200 || len(slots) != 16 {
 		t.Fatalf("availability on %s: %d %s", date, r.status, r.body)
 	}
 	start := slots[3].(map[string]any)["start"].(string)
 	body := fmt.Sprintf(`{"agentId":%q,"start":%q,"durationMinutes":30,"reason":"demo visit","patient":{"firstName":"Ava","lastName":"Alvarez","dateOfBirth":"1980-02-01","email":"ava@example.org"}}`, d.AgentID, start)
-	if r, appt := s.ehrCall("POST", "/appointment/customer", tok, body, "Idempotency-Key", "demo-1"); r.status != 201 || appt["status"] != "booked" {
+	r, appt := s.ehrCall("POST", "/appointment/customer", tok, body, append([]string{"Idempotency-Key", "demo-1"}, hdr...)...)
+	if r.status != 201 || appt["status"] != "booked" {
 		t.Fatalf("book: %d %s", r.status, r.body)
 	}
-	if r, page := s.ehrCall("GET", "/appointment?agentId="+d.AgentID, tok, ""); r.status != 200 || page["totalCount"] != 1.0 {
-		t.Fatalf("list: %d %s", r.status, r.body)
-	}
+	return appt
 }
 
 // demoScopes are the scopes of the token `make run` prints (scripts/run.sh).
@@ -144,6 +155,13 @@ func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The bot is polled; the front desk works on the FHIR demo only.
+	if got := cfg.SyncInterval(demoehr.BotName); got != demoehr.SyncInterval {
+		t.Fatalf("sync interval of the bot: %s", got)
+	}
+	if _, err := demoehr.OpenFrontDesk(d.File, key); !errors.Is(err, demoehr.ErrNoFHIRDemo) {
+		t.Fatalf("front desk without the FHIR demo: %v", err)
 	}
 	w := newWorld(t)
 	s := w.start(func(c *app.Config) { c.EHR = cfg })
@@ -230,4 +248,91 @@ func TestDemo_WithoutTheFHIRServerTheBotServesBothPractices(t *testing.T) {
 			t.Fatalf("practice %s: served %v, integration %q:\n%s", id, cfg.Serves(demoehr.BotName, id), got, raw)
 		}
 	}
+}
+
+// demoWatch are the events `make run` prints to subscribe to when watching
+// EHR sync (scripts/run.sh).
+const demoWatch = "appointment.booked,appointment.rescheduled,appointment.cancelled,appointment.status_changed"
+
+// `make run`'s demo polls its integration EHRs every few seconds, and the
+// front desk it prints (carebridge-demo front-desk, demoehr.FrontDesk)
+// changes appointments directly in the demo FHIR server: marking arrived
+// the appointment just booked through Carebridge, then booking, moving and
+// cancelling one at the front desk each reach a subscriber as one event
+// with origin "ehr" (the booking through the API: once, origin "api").
+func TestDemo_FrontDeskChangesBecomeEvents(t *testing.T) {
+	medplum := os.Getenv(fhirtest.EnvDir)
+	if medplum == "" {
+		testenv.Missing(t, "FHIR server: "+fhirtest.EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
+	}
+	w := newWorld(t)
+	sw := &syncWorld{world: w, h: newHooks(w), rc: newReceiver(t, nil)}
+	_, sw.secret = sw.h.add(sw.rc.url(), demoWatch)
+	p := demoehr.Practices{FHIR: w.createBusiness("owner-a"), Bot: w.createBusiness("owner-b")}
+	key := bytes.Repeat([]byte{9}, 32)
+	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Medplum: medplum, Key: key, Practices: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{demoehr.FHIRName, demoehr.BotName} {
+		if got := cfg.SyncInterval(name); got != demoehr.SyncInterval {
+			raw, _ := os.ReadFile(d.File)
+			t.Fatalf("sync interval of %s: %s, want %s:\n%s", name, got, demoehr.SyncInterval, raw)
+		}
+	}
+	s := w.start(func(c *app.Config) { c.EHR = cfg; sw.h.configure(c) }) // the file's interval
+	sw.waitBaseline(demoehr.FHIRName)
+	desk, err := demoehr.OpenFrontDesk(d.File, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	appt := demoBook(t, s, w.token("owner-a"), d)
+	apiID := appt["id"].(string)
+	arrived := frontDeskDo(t, desk, "arrive", "")
+	if arrived.ID != apiID || arrived.Status != "arrived" {
+		t.Fatalf("front-desk arrive changed %+v, want %s arrived", arrived, apiID)
+	}
+	sw.waitEvent(apiID, "appointment.status_changed")
+	booked := frontDeskDo(t, desk, "book", "")
+	sw.waitEvent(booked.ID, "appointment.booked")
+	moved := frontDeskDo(t, desk, "move", booked.ID)
+	sw.waitEvent(booked.ID, "appointment.rescheduled")
+	frontDeskDo(t, desk, "cancel", booked.ID)
+	sw.waitEvent(booked.ID, "appointment.cancelled")
+
+	event := func(typ, id, status string, c demoehr.Change) want {
+		return want{typ, p.FHIR, map[string]any{"appointmentId": id, "agentId": d.AgentID, "status": status,
+			"start": c.Start, "end": c.End, "origin": "ehr"}}
+	}
+	apiBooked := event("appointment.booked", apiID, "booked", arrived)
+	apiBooked.data["origin"] = "api"
+	checkReceived(t, "demo", sw.rc, sw.secret, []want{
+		apiBooked,
+		event("appointment.status_changed", apiID, "checked_in", arrived),
+		event("appointment.booked", booked.ID, "booked", booked),
+		event("appointment.rescheduled", booked.ID, "booked", moved),
+		event("appointment.cancelled", booked.ID, "cancelled", moved),
+	})
+	if _, err := desk.Do(t.Context(), "no-such-change", booked.ID); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Fatalf("an unknown front-desk change: %v", err)
+	}
+	if _, err := desk.Do(t.Context(), "arrive", "no-such-appointment"); err == nil {
+		t.Fatal("front-desk arrive of an appointment the EHR does not hold: no error")
+	}
+}
+
+// frontDeskDo makes a front-desk change.
+func frontDeskDo(t *testing.T, desk *demoehr.FrontDesk, action, id string) demoehr.Change {
+	t.Helper()
+	c, err := desk.Do(t.Context(), action, id)
+	if err != nil {
+		t.Fatalf("front-desk %s %s: %v", action, id, err)
+	}
+	return c
 }

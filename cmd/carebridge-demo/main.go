@@ -12,6 +12,17 @@
 // (without the FHIR demo the bot serves both). Once everything is up, DIR/demo.env holds the
 // variables `make run` reads (EHR_CONFIG and the demo's ids); it is removed
 // again on exit, with DIR/demo.pid (which `make stop` reads).
+//
+// The integration EHRs are polled by EHR sync every
+// demoehr.SyncInterval. In another terminal, while the demo runs,
+//
+//	carebridge-demo front-desk [--dir data/demo] [--id ID] book|arrive|move|cancel
+//
+// changes an appointment directly in the demo FHIR server, as its own
+// screens do (book: a new one; the others: appointment ID, else the booked
+// one changed last), and Carebridge publishes the change with origin
+// "ehr". It reads DIR/ehr.yaml with EHR_CREDENTIALS_KEY, else the key in
+// DIR/credentials.key (where `make run` keeps it).
 package main
 
 import (
@@ -22,7 +33,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/cmd/carebridge-demo/demoehr"
@@ -38,6 +51,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "front-desk" {
+		return frontDesk(ctx, args[1:])
+	}
 	fs := flag.NewFlagSet("carebridge-demo", flag.ContinueOnError)
 	dir := fs.String("dir", "data/demo", "where to write the EHR systems file, demo.env and demo.pid")
 	medplum := fs.String("medplum", "", "install directory of scripts/install-medplum.sh (empty: no FHIR demo)")
@@ -81,8 +97,8 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer d.Close()
 	name, zone := d.Agent()
-	env := fmt.Sprintf("EHR_CONFIG=%s\nDEMO_INTEGRATION=%s\nDEMO_AGENT_ID=%s\nDEMO_AGENT_NAME=%q\nDEMO_AGENT_TZ=%s\nDEMO_FAMILY=%s\nDEMO_GIVEN=%s\n",
-		d.File, d.Integration, d.AgentID, name, zone, d.BothFamily, d.BothGiven)
+	env := fmt.Sprintf("EHR_CONFIG=%s\nDEMO_INTEGRATION=%s\nDEMO_AGENT_ID=%s\nDEMO_AGENT_NAME=%q\nDEMO_AGENT_TZ=%s\nDEMO_FAMILY=%s\nDEMO_GIVEN=%s\nDEMO_SYNC_INTERVAL=%s\n",
+		d.File, d.Integration, d.AgentID, name, zone, d.BothFamily, d.BothGiven, demoehr.SyncInterval)
 	// Written through a temporary file: `make run` waits for it to appear
 	// and must never read half of it.
 	if err := os.WriteFile(envFile+".tmp", []byte(env), 0o600); err != nil {
@@ -94,4 +110,56 @@ func run(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "carebridge-demo: %s; EHR systems file %s\n", d.Summary(), d.File)
 	<-ctx.Done()
 	return nil
+}
+
+// frontDesk is `carebridge-demo front-desk`: one change made directly in
+// the running demo's FHIR server.
+func frontDesk(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("carebridge-demo front-desk", flag.ContinueOnError)
+	dir := fs.String("dir", "data/demo", "the running demo's --dir")
+	id := fs.String("id", "", "the appointment to change (default: the booked one changed last)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("front-desk: name one change: book, arrive, move or cancel")
+	}
+	action := fs.Arg(0)
+	key, err := demoKey(*dir)
+	if err != nil {
+		return err
+	}
+	desk, err := demoehr.OpenFrontDesk(filepath.Join(*dir, "ehr.yaml"), key)
+	if err != nil {
+		return fmt.Errorf("front-desk: %w", err)
+	}
+	c, err := desk.Do(ctx, action, *id)
+	if err != nil {
+		return fmt.Errorf("front-desk %s: %w", action, err)
+	}
+	fmt.Printf("%s: Appointment/%s, status %s, %s to %s; Carebridge publishes %s with origin \"ehr\" at its next poll (every %s)\n",
+		demoehr.FHIRName, c.ID, c.Status, c.Start.Format(time.RFC3339), c.End.Format(time.RFC3339),
+		demoehr.FrontDeskActions[action], demoehr.SyncInterval)
+	return nil
+}
+
+// demoKey is the key of the demo's enc:v1: secrets: EHR_CREDENTIALS_KEY,
+// else the one `make run` keeps in dir/credentials.key.
+func demoKey(dir string) ([]byte, error) {
+	if v := os.Getenv("EHR_CREDENTIALS_KEY"); v != "" {
+		k, err := keyring.ParseKey(v)
+		if err != nil {
+			return nil, fmt.Errorf("EHR_CREDENTIALS_KEY: %w", err)
+		}
+		return k, nil
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "credentials.key"))
+	if err != nil {
+		return nil, fmt.Errorf("no EHR_CREDENTIALS_KEY, and the demo's key: %w", err)
+	}
+	k, err := keyring.ParseKey(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "credentials.key"), err)
+	}
+	return k, nil
 }

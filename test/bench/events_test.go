@@ -186,8 +186,9 @@ func eventsPass(paced []eventRun, d drainRun) bool {
 }
 
 // eventsSetup starts the service on a fresh database with file:// blobs,
-// dev-mode auth and a webhook key (EHR_CREDENTIALS_KEY), without S3.
-func eventsSetup(b *testing.B) *world {
+// dev-mode auth and a webhook key (EHR_CREDENTIALS_KEY), without S3;
+// extraEnv adds to its environment.
+func eventsSetup(b *testing.B, extraEnv ...string) *world {
 	b.Helper()
 	e := &world{b: b, tmp: b.TempDir(), sha: map[int64]string{}}
 	e.dbURL = pgtest.New(b)
@@ -205,6 +206,7 @@ func eventsSetup(b *testing.B) *world {
 		"CLOUD_STORAGE_CONNECTION_STRING=file://" + filepath.Join(e.tmp, "blobs"),
 		"EHR_CREDENTIALS_KEY=" + base64.StdEncoding.EncodeToString(key),
 	}
+	e.env = append(e.env, extraEnv...)
 	if e.pprofDir != "" {
 		pa := freeAddr(b)
 		e.env = append(e.env, "CAREBRIDGE_BENCH_PPROF_ADDR="+pa)

@@ -29,6 +29,14 @@ const (
 	BotName  = "demo-bot"
 )
 
+// SyncInterval is how often Carebridge polls the demo's integration EHRs
+// for the changes made in them directly (see FrontDesk): short, so a
+// change shows as an event within seconds.
+const SyncInterval = 5 * time.Second
+
+// syncEntry is the sync setting of an integration system's entry.
+var syncEntry = fmt.Sprintf("    sync: { interval: %s }\n", SyncInterval)
+
 // Practices are the demo's two practices (business UUIDs), each with its
 // own integration EHR: FHIR the FHIR server, Bot the bot. The bot also
 // serves FHIR's searches (a person in both systems is merged there); without
@@ -89,17 +97,21 @@ func Start(ctx context.Context, cfg Config) (*Demo, error) {
 			d.Close()
 			return nil, fmt.Errorf("FHIR demo: %w", err)
 		}
+		system += syncEntry
 		if bound {
 			// A is served by both systems (a person in both is merged in
-			// its searches), B by the bot alone.
+			// its searches), B by the bot alone; both are integration EHRs.
 			system += businesses(p.FHIR)
-			systems[0] += businesses(p.FHIR, p.Bot)
+			systems[0] += syncEntry + businesses(p.FHIR, p.Bot)
 			byBusiness = fmt.Sprintf("  by_business:\n    %s: %s\n    %s: %s\n", p.FHIR, FHIRName, p.Bot, BotName)
 		}
 		systems = append([]string{system}, systems...)
 		d.Integration = FHIRName
-	} else if bound {
-		systems[0] += businesses(p.FHIR, p.Bot)
+	} else {
+		systems[0] += syncEntry // the integration EHR
+		if bound {
+			systems[0] += businesses(p.FHIR, p.Bot)
+		}
 	}
 	if err := d.writeFile(cfg, systems, byBusiness); err != nil {
 		d.Close()
