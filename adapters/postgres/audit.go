@@ -189,8 +189,19 @@ func storableText(s string) string {
 // the head's row lock serialises the commits anyway, so it only made
 // batches smaller: at 2,000 searches/s p99 grew by 4 ms.)
 func (l *AuditLog) Run() {
+	l.mu.Lock()
+	if l.closed { // Close came first and wrote the queue itself
+		l.mu.Unlock()
+		return
+	}
 	l.running.Store(true)
+	l.mu.Unlock()
 	defer close(l.stopped)
+	l.write()
+}
+
+// write appends the queued calls in batches until the queue is closed.
+func (l *AuditLog) write() {
 	var head *chainHead // what the next batch chains after; nil: read it
 	for c := range l.queue {
 		batch := l.fill(c)
@@ -451,13 +462,18 @@ func (l *AuditLog) Ready(ctx context.Context) error {
 // fail after Close.
 func (l *AuditLog) Close() {
 	l.mu.Lock()
-	if !l.closed {
+	first := !l.closed
+	if first {
 		l.closed = true
 		close(l.queue)
 	}
+	running := l.running.Load() // set under mu: Run has started or never will
 	l.mu.Unlock()
-	if l.running.Load() {
+	switch {
+	case running:
 		<-l.stopped
+	case first: // Run has not started: the accepted calls are written here
+		l.write()
 	}
 	l.pool.Close()
 }

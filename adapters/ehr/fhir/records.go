@@ -30,9 +30,10 @@ const codeRecordTypeNotSupported = "record_type_not_supported"
 // ehr_listing_inexact error, never a cut answer. A 400 or 404 to the first page is record_type_not_supported
 // (KindBadGateway); a resource that does not convert, ehr_bad_response.
 // Each page's resources are converted while the next page is asked for
-// (see converter), so the conversion is not on the path of every page;
-// a resource that does not convert stops the walk, and its error wins over
-// any failure of a later page. The result is never nil when err is nil.
+// (searchAll asks ahead), so the conversion is not on the path of every
+// page; a resource that does not convert stops the walk, and its error
+// wins over any failure of a later page. The result is never nil when err
+// is nil.
 func (c *Client) SearchRecords(ctx context.Context, q ehr.RecordQuery) ([]ehr.Record, error) {
 	if !slices.Contains(ehr.ClinicalTypes, q.Type) {
 		return nil, fmt.Errorf("fhir: %q is not a clinical record type", clipN(string(q.Type), 64))
@@ -41,21 +42,20 @@ func (c *Client) SearchRecords(ctx context.Context, q ehr.RecordQuery) ([]ehr.Re
 		return nil, errors.New("fhir: a record search needs a patient id")
 	}
 	typ := string(q.Type)
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	conv := c.convertRecords(q.Type, stop)
+	out := []ehr.Record{}
 	read := false // a page was read: a later failure is not about the type
 	status, err := c.searchAll(ctx, typ, recordParams(q, MaxPageSize), func(e entry) error {
 		read = true
-		if e.matched() && e.typ == typ {
-			conv.in <- e
+		if !e.matched() || e.typ != typ {
+			return nil
 		}
+		r, err := convertTyped(q.Type, e.raw) // e.typ is typ: its header is decoded
+		if err != nil {
+			return c.badEntry(e, err)
+		}
+		out = append(out, r)
 		return nil
 	})
-	out, convErr := conv.wait()
-	if convErr != nil {
-		return nil, convErr
-	}
 	if err != nil {
 		if !read && (status == http.StatusBadRequest || status == http.StatusNotFound) {
 			return nil, &core.Error{Kind: core.KindBadGateway, Code: codeRecordTypeNotSupported,
@@ -64,47 +64,6 @@ func (c *Client) SearchRecords(ctx context.Context, q ehr.RecordQuery) ([]ehr.Re
 		return nil, err
 	}
 	return out, nil
-}
-
-// converter converts the entries sent to in, in order, on its own
-// goroutine. The first that does not convert is its error (an
-// ehr_bad_response naming the entry); it then calls stop, to end the walk
-// of the pages, and drops the entries that follow.
-type converter struct {
-	in   chan entry
-	done chan struct{}
-	out  []ehr.Record
-	err  error
-}
-
-// convertRecords starts a converter of resources of type t; its wait
-// must be called.
-func (c *Client) convertRecords(t ehr.ClinicalType, stop func()) *converter {
-	v := &converter{in: make(chan entry, MaxPageSize), done: make(chan struct{}), out: []ehr.Record{}}
-	go func() {
-		defer close(v.done)
-		for e := range v.in {
-			if v.err != nil {
-				continue
-			}
-			r, err := convertTyped(t, e.raw) // e.typ is t: its header is decoded
-			if err != nil {
-				v.err = c.badEntry(e, err)
-				stop()
-				continue
-			}
-			v.out = append(v.out, r)
-		}
-	}()
-	return v
-}
-
-// wait ends the input and returns the records converted, or the first
-// entry's error.
-func (v *converter) wait() ([]ehr.Record, error) {
-	close(v.in)
-	<-v.done
-	return v.out, v.err
 }
 
 // badEntry is the ehr_bad_response of entry e, which did not convert.

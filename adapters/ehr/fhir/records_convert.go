@@ -130,33 +130,28 @@ func toRecord(t ehr.ClinicalType, raw json.RawMessage) (ehr.Record, error) {
 // decoded): it skips toRecord's second decode of the header, one of the
 // costs of a record search on its critical path.
 func convertTyped(t ehr.ClinicalType, raw json.RawMessage) (ehr.Record, error) {
-	var (
-		r   ehr.Record
-		err error
-	)
 	switch t {
 	case ehr.TypeEncounter:
-		r, err = convertRecord(t, raw, fromEncounter)
+		return convertRecord(t, raw, fromEncounter)
 	case ehr.TypeCondition:
-		r, err = convertRecord(t, raw, fromCondition)
+		return convertRecord(t, raw, fromCondition)
 	case ehr.TypeObservation:
-		r, err = convertRecord(t, raw, fromObservation)
+		return convertRecord(t, raw, fromObservation)
 	case ehr.TypeMedicationRequest:
-		r, err = convertRecord(t, raw, fromMedicationRequest)
+		return convertRecord(t, raw, fromMedicationRequest)
 	case ehr.TypeAllergyIntolerance:
-		r, err = convertRecord(t, raw, fromAllergyIntolerance)
+		return convertRecord(t, raw, fromAllergyIntolerance)
 	case ehr.TypeImmunization:
-		r, err = convertRecord(t, raw, fromImmunization)
+		return convertRecord(t, raw, fromImmunization)
 	case ehr.TypeProcedure:
-		r, err = convertRecord(t, raw, fromProcedure)
+		return convertRecord(t, raw, fromProcedure)
 	case ehr.TypeDocumentReference:
-		r, err = convertRecord(t, raw, fromDocumentReference)
+		return convertRecord(t, raw, fromDocumentReference)
 	case ehr.TypeDiagnosticReport:
-		r, err = convertRecord(t, raw, fromDiagnosticReport)
+		return convertRecord(t, raw, fromDiagnosticReport)
 	default:
 		return ehr.Record{}, fmt.Errorf("fhir: %q is not a clinical record type", clipN(string(t), 64))
 	}
-	return r, err
 }
 
 func fromEncounter(e encounterResource) (recordBase, ehr.Record) {
