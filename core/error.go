@@ -21,6 +21,7 @@ const (
 	KindTooLarge                        // 413
 	KindUnsupportedMedia                // 415
 	KindRangeNotSatisfiable             // 416
+	KindUnprocessable                   // 422
 	KindRateLimited                     // 429
 	KindBadGateway                      // 502
 	KindUnavailable                     // 503
@@ -39,6 +40,10 @@ type Error struct {
 	RetryAfter time.Duration
 	// Scope names a scope that would allow the operation (insufficient_scope).
 	Scope string
+	// Detail holds small facts free of patient data that the request's
+	// audit event records (detail), such as the signature of a refused
+	// upload.
+	Detail map[string]string
 }
 
 func (e *Error) Error() string {

@@ -22,6 +22,7 @@ var statusOf = map[core.Kind]int{
 	core.KindTooLarge:            http.StatusRequestEntityTooLarge,
 	core.KindUnsupportedMedia:    http.StatusUnsupportedMediaType,
 	core.KindRangeNotSatisfiable: http.StatusRequestedRangeNotSatisfiable,
+	core.KindUnprocessable:       http.StatusUnprocessableEntity,
 	core.KindRateLimited:         http.StatusTooManyRequests,
 	core.KindBadGateway:          http.StatusBadGateway,
 	core.KindUnavailable:         http.StatusServiceUnavailable,

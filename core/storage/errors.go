@@ -16,4 +16,6 @@ var (
 	ErrEncryptionKeyUnknown = &core.Error{Kind: core.KindInternal, Code: "encryption_key_unknown", Message: "The key that encrypted this file is not configured"}
 	ErrBlobCorrupt          = &core.Error{Kind: core.KindInternal, Code: "blob_corrupt", Message: "Stored file failed its integrity check"}
 	ErrRangeNotSatisfiable  = &core.Error{Kind: core.KindRangeNotSatisfiable, Code: "range_not_satisfiable", Message: "Requested range not satisfiable"}
+	ErrMalwareDetected      = &core.Error{Kind: core.KindUnprocessable, Code: "malware_detected", Message: "The file carries malware; it was not stored"}
+	ErrScannerUnavailable   = &core.Error{Kind: core.KindUnavailable, Code: "scanner_unavailable", Message: "The malware scanner is not available; nothing was stored"}
 )

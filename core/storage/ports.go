@@ -8,7 +8,7 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-//go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Members Transactor
+//go:generate go tool moq -rm -out ports_moq_test.go . BlobRepo ObjectStore KeyRing Members Transactor Scanner Scan
 
 // ObjectStore keeps opaque objects in containers. Object names are generated
 // by this core and never come from a client.
@@ -84,4 +84,26 @@ type Members interface {
 	// "" when subject is not a member; a missing location is
 	// ErrLocationNotFound.
 	LocationRole(ctx context.Context, locationID int64, subject string) (core.Role, error)
+}
+
+// Scanner checks uploaded files for malware (clamd). Its failures are
+// ErrScannerUnavailable (wrapping the cause): an upload that cannot be
+// scanned is refused.
+type Scanner interface {
+	// Scan starts the scan of one file.
+	Scan(ctx context.Context) (Scan, error)
+	// Ping reports whether the scanner answers.
+	Ping(ctx context.Context) error
+}
+
+// Scan is the scan of one file. Write streams the file's bytes to the
+// scanner as they arrive; Verdict ends the file and waits for the answer.
+type Scan interface {
+	io.Writer
+	// Verdict ends the file and returns the scanner's answer: the name of
+	// the signature that matched, "" when the file is clean.
+	Verdict() (signature string, err error)
+	// Close releases the scan (its connection); safe after Verdict and
+	// more than once.
+	Close() error
 }

@@ -924,3 +924,253 @@ func (mock *TransactorMock) WithinTxCalls() []struct {
 	mock.lockWithinTx.RUnlock()
 	return calls
 }
+
+// Ensure, that ScannerMock does implement Scanner.
+// If this is not the case, regenerate this file with moq.
+var _ Scanner = &ScannerMock{}
+
+// ScannerMock is a mock implementation of Scanner.
+//
+//	func TestSomethingThatUsesScanner(t *testing.T) {
+//
+//		// make and configure a mocked Scanner
+//		mockedScanner := &ScannerMock{
+//			PingFunc: func(ctx context.Context) error {
+//				panic("mock out the Ping method")
+//			},
+//			ScanFunc: func(ctx context.Context) (Scan, error) {
+//				panic("mock out the Scan method")
+//			},
+//		}
+//
+//		// use mockedScanner in code that requires Scanner
+//		// and then make assertions.
+//
+//	}
+type ScannerMock struct {
+	// PingFunc mocks the Ping method.
+	PingFunc func(ctx context.Context) error
+
+	// ScanFunc mocks the Scan method.
+	ScanFunc func(ctx context.Context) (Scan, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Ping holds details about calls to the Ping method.
+		Ping []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+		}
+		// Scan holds details about calls to the Scan method.
+		Scan []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+		}
+	}
+	lockPing sync.RWMutex
+	lockScan sync.RWMutex
+}
+
+// Ping calls PingFunc.
+func (mock *ScannerMock) Ping(ctx context.Context) error {
+	if mock.PingFunc == nil {
+		panic("ScannerMock.PingFunc: method is nil but Scanner.Ping was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+	}{
+		Ctx: ctx,
+	}
+	mock.lockPing.Lock()
+	mock.calls.Ping = append(mock.calls.Ping, callInfo)
+	mock.lockPing.Unlock()
+	return mock.PingFunc(ctx)
+}
+
+// PingCalls gets all the calls that were made to Ping.
+// Check the length with:
+//
+//	len(mockedScanner.PingCalls())
+func (mock *ScannerMock) PingCalls() []struct {
+	Ctx context.Context
+} {
+	var calls []struct {
+		Ctx context.Context
+	}
+	mock.lockPing.RLock()
+	calls = mock.calls.Ping
+	mock.lockPing.RUnlock()
+	return calls
+}
+
+// Scan calls ScanFunc.
+func (mock *ScannerMock) Scan(ctx context.Context) (Scan, error) {
+	if mock.ScanFunc == nil {
+		panic("ScannerMock.ScanFunc: method is nil but Scanner.Scan was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+	}{
+		Ctx: ctx,
+	}
+	mock.lockScan.Lock()
+	mock.calls.Scan = append(mock.calls.Scan, callInfo)
+	mock.lockScan.Unlock()
+	return mock.ScanFunc(ctx)
+}
+
+// ScanCalls gets all the calls that were made to Scan.
+// Check the length with:
+//
+//	len(mockedScanner.ScanCalls())
+func (mock *ScannerMock) ScanCalls() []struct {
+	Ctx context.Context
+} {
+	var calls []struct {
+		Ctx context.Context
+	}
+	mock.lockScan.RLock()
+	calls = mock.calls.Scan
+	mock.lockScan.RUnlock()
+	return calls
+}
+
+// Ensure, that ScanMock does implement Scan.
+// If this is not the case, regenerate this file with moq.
+var _ Scan = &ScanMock{}
+
+// ScanMock is a mock implementation of Scan.
+//
+//	func TestSomethingThatUsesScan(t *testing.T) {
+//
+//		// make and configure a mocked Scan
+//		mockedScan := &ScanMock{
+//			CloseFunc: func() error {
+//				panic("mock out the Close method")
+//			},
+//			VerdictFunc: func() (string, error) {
+//				panic("mock out the Verdict method")
+//			},
+//			WriteFunc: func(p []byte) (int, error) {
+//				panic("mock out the Write method")
+//			},
+//		}
+//
+//		// use mockedScan in code that requires Scan
+//		// and then make assertions.
+//
+//	}
+type ScanMock struct {
+	// CloseFunc mocks the Close method.
+	CloseFunc func() error
+
+	// VerdictFunc mocks the Verdict method.
+	VerdictFunc func() (string, error)
+
+	// WriteFunc mocks the Write method.
+	WriteFunc func(p []byte) (int, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Close holds details about calls to the Close method.
+		Close []struct {
+		}
+		// Verdict holds details about calls to the Verdict method.
+		Verdict []struct {
+		}
+		// Write holds details about calls to the Write method.
+		Write []struct {
+			// P is the p argument value.
+			P []byte
+		}
+	}
+	lockClose   sync.RWMutex
+	lockVerdict sync.RWMutex
+	lockWrite   sync.RWMutex
+}
+
+// Close calls CloseFunc.
+func (mock *ScanMock) Close() error {
+	if mock.CloseFunc == nil {
+		panic("ScanMock.CloseFunc: method is nil but Scan.Close was just called")
+	}
+	callInfo := struct {
+	}{}
+	mock.lockClose.Lock()
+	mock.calls.Close = append(mock.calls.Close, callInfo)
+	mock.lockClose.Unlock()
+	return mock.CloseFunc()
+}
+
+// CloseCalls gets all the calls that were made to Close.
+// Check the length with:
+//
+//	len(mockedScan.CloseCalls())
+func (mock *ScanMock) CloseCalls() []struct {
+} {
+	var calls []struct {
+	}
+	mock.lockClose.RLock()
+	calls = mock.calls.Close
+	mock.lockClose.RUnlock()
+	return calls
+}
+
+// Verdict calls VerdictFunc.
+func (mock *ScanMock) Verdict() (string, error) {
+	if mock.VerdictFunc == nil {
+		panic("ScanMock.VerdictFunc: method is nil but Scan.Verdict was just called")
+	}
+	callInfo := struct {
+	}{}
+	mock.lockVerdict.Lock()
+	mock.calls.Verdict = append(mock.calls.Verdict, callInfo)
+	mock.lockVerdict.Unlock()
+	return mock.VerdictFunc()
+}
+
+// VerdictCalls gets all the calls that were made to Verdict.
+// Check the length with:
+//
+//	len(mockedScan.VerdictCalls())
+func (mock *ScanMock) VerdictCalls() []struct {
+} {
+	var calls []struct {
+	}
+	mock.lockVerdict.RLock()
+	calls = mock.calls.Verdict
+	mock.lockVerdict.RUnlock()
+	return calls
+}
+
+// Write calls WriteFunc.
+func (mock *ScanMock) Write(p []byte) (int, error) {
+	if mock.WriteFunc == nil {
+		panic("ScanMock.WriteFunc: method is nil but Scan.Write was just called")
+	}
+	callInfo := struct {
+		P []byte
+	}{
+		P: p,
+	}
+	mock.lockWrite.Lock()
+	mock.calls.Write = append(mock.calls.Write, callInfo)
+	mock.lockWrite.Unlock()
+	return mock.WriteFunc(p)
+}
+
+// WriteCalls gets all the calls that were made to Write.
+// Check the length with:
+//
+//	len(mockedScan.WriteCalls())
+func (mock *ScanMock) WriteCalls() []struct {
+	P []byte
+} {
+	var calls []struct {
+		P []byte
+	}
+	mock.lockWrite.RLock()
+	calls = mock.calls.Write
+	mock.lockWrite.RUnlock()
+	return calls
+}
