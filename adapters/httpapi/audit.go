@@ -84,6 +84,21 @@ func auditDetail(ctx context.Context, detail map[string]any) {
 	}
 }
 
+// auditDetailOf adds the facts a refusal carries (core.Error.Detail) to
+// the detail of the event.
+func auditDetailOf(ctx context.Context, facts map[string]string) {
+	a := auditOf(ctx)
+	if a == nil {
+		return
+	}
+	if a.detail == nil {
+		a.detail = make(map[string]any, len(facts))
+	}
+	for k, v := range facts {
+		a.detail[k] = v
+	}
+}
+
 // auditBusiness sets the business the request acted for (the acting
 // business, a blob's business), recorded as the event's businessId.
 func auditBusiness(ctx context.Context, id string) {

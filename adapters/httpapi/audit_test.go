@@ -481,3 +481,42 @@ func TestAudit_BlobEventsNameTheBlobsBusiness(t *testing.T) {
 		})
 	}
 }
+
+// A refused upload answers 422 malware_detected naming the signature, and
+// its event (outcome error) records the signature in its detail; a scanner
+// that cannot answer is 503 scanner_unavailable.
+func TestAudit_AMalwareRefusalRecordsTheSignature(t *testing.T) {
+	a := &trail{}
+	var refusal error
+	st := &StorageMock{UploadFunc: func(ctx context.Context, in storage.UploadInput) (storage.Blob, error) {
+		io.Copy(io.Discard, in.Body)
+		return storage.Blob{}, fmt.Errorf("upload: %w", refusal)
+	}}
+	s := auditedServer(t, a, st, nil, nil)
+	upload := func() *httptest.ResponseRecorder {
+		body, ct := form(t, part{"originalFilename", "x.png"}, part{"contentType", "image/png"}, part{"fileSize", "9"}, part{"file", "\x89PNG....."})
+		return do(t, s, "POST", "/cloud-blob/upload", body, "Content-Type", ct)
+	}
+
+	e := storage.ErrMalwareDetected.WithMessage("The file carries malware (Eicar-Signature.UNOFFICIAL); it was not stored")
+	e.Detail = map[string]string{"signature": "Eicar-Signature.UNOFFICIAL"}
+	refusal = e
+	w := upload()
+	if env := errEnvelope(t, w); w.Code != 422 || env.Code != "malware_detected" || !strings.Contains(env.Message, "Eicar-Signature.UNOFFICIAL") {
+		t.Fatalf("upload of malware: %d %s", w.Code, w.Body)
+	}
+	ev := a.only(t)
+	if ev.Outcome != audit.Failed || ev.Status != 422 || ev.Action != audit.BlobUpload ||
+		!sameDetail(ev.Detail, map[string]any{"signature": "Eicar-Signature.UNOFFICIAL"}) {
+		t.Fatalf("event %+v", ev)
+	}
+
+	refusal = storage.ErrScannerUnavailable.Wrap(errors.New("dial tcp 127.0.0.1:3310: connection refused"))
+	w = upload()
+	if env := errEnvelope(t, w); w.Code != 503 || env.Code != "scanner_unavailable" || strings.Contains(w.Body.String(), "3310") {
+		t.Fatalf("upload without a scanner: %d %s", w.Code, w.Body)
+	}
+	if ev := a.recorded()[1]; ev.Status != 503 || ev.Outcome != audit.Failed || len(ev.Detail) != 0 {
+		t.Fatalf("event %+v", ev)
+	}
+}

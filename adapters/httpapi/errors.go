@@ -72,6 +72,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.LogAttrs(r.Context(), level, "request refused",
 			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
 	}
+	if len(e.Detail) > 0 {
+		auditDetailOf(r.Context(), e.Detail)
+	}
 	status := statusOf[e.Kind]
 	if e.Kind == core.KindRateLimited && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))

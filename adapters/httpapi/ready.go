@@ -1,6 +1,10 @@
 package httpapi
 
-import "time"
+import (
+	"context"
+	"log/slog"
+	"time"
+)
 
 // SyncState is where the poller of one EHR system stands (EHR sync), as
 // /readyz shows it. An EHR that is down shows here and does not make the
@@ -21,8 +25,38 @@ type SyncState struct {
 // readyJSON is the body of a ready /readyz: its status, and the sync
 // detail when the service polls EHR systems.
 type readyJSON struct {
-	Status string          `json:"status"`
-	Sync   []syncStateJSON `json:"sync,omitempty"`
+	Status  string          `json:"status"`
+	Sync    []syncStateJSON `json:"sync,omitempty"`
+	Scanner *scannerJSON    `json:"scanner,omitempty"`
+}
+
+// ScannerState is what the malware scanner answered /readyz: its version
+// (with its signature database's), or why it did not answer. A scanner
+// that is down shows here and does not make the service unready: uploads
+// are refused with 503 scanner_unavailable meanwhile (fail closed), and
+// everything else is served.
+type ScannerState struct {
+	Version string
+	Err     error
+}
+
+// scannerJSON is a ScannerState on the wire: status "up" or "unavailable".
+type scannerJSON struct {
+	Status  string  `json:"status"`
+	Version *string `json:"version"`
+}
+
+// scannerState is the scanner detail of /readyz (nil: no scanner).
+func (s *Server) scannerState(ctx context.Context) *scannerJSON {
+	if s.scanner == nil {
+		return nil
+	}
+	st := s.scanner(ctx)
+	if st.Err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "malware scanner not answering", slog.String("error", st.Err.Error()))
+		return &scannerJSON{Status: "unavailable"}
+	}
+	return &scannerJSON{Status: "up", Version: &st.Version}
 }
 
 // syncStateJSON is a SyncState on the wire: times RFC 3339 (null: none),

@@ -61,3 +61,25 @@ func TestReadyz_NotReadyIsTheErrorEnvelope(t *testing.T) {
 		t.Fatalf("readyz: %d %s", w.Code, w.Body)
 	}
 }
+
+// The scanner shows in /readyz: up with its version, or unavailable; a
+// scanner that is down leaves the service ready (uploads refuse alone).
+func TestReadyz_ReportsTheScanner(t *testing.T) {
+	tests := []struct {
+		state ScannerState
+		want  string
+	}{
+		{ScannerState{Version: "ClamAV 1.4.6/27500/Wed Nov 25 09:00:00 2026"},
+			`{"status":"ready","scanner":{"status":"up","version":"ClamAV 1.4.6/27500/Wed Nov 25 09:00:00 2026"}}`},
+		{ScannerState{Err: errors.New("dial unix /run/clamd.sock: connect: no such file")},
+			`{"status":"ready","scanner":{"status":"unavailable","version":null}}`},
+	}
+	for _, tt := range tests {
+		s := readyServer(nil, nil)
+		s.scanner = func(context.Context) ScannerState { return tt.state }
+		w := do(t, s, "GET", "/readyz", nil, "Authorization", "")
+		if w.Code != 200 || strings.TrimSpace(w.Body.String()) != tt.want {
+			t.Errorf("readyz: %d %s\nwant %s", w.Code, w.Body, tt.want)
+		}
+	}
+}

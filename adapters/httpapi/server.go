@@ -45,7 +45,10 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Sync tells where the poller of each EHR system with sync on stands,
 	// shown by /readyz (nil: none).
-	Sync               func() []SyncState
+	Sync func() []SyncState
+	// Scanner checks the malware scanner for /readyz (nil: uploads are
+	// not scanned).
+	Scanner            func(ctx context.Context) ScannerState
 	MaxUploadBytes     int64
 	CORSAllowedOrigins []string
 	// StallTimeout cuts off a streaming body that moves no byte for this
@@ -65,6 +68,7 @@ type Server struct {
 	auditor      Auditor
 	ready        func(ctx context.Context) error
 	sync         func() []SyncState
+	scanner      func(ctx context.Context) ScannerState
 	maxUpload    int64
 	corsOrigins  []string
 	stallTimeout time.Duration
@@ -87,6 +91,7 @@ func New(cfg Config) *Server {
 		auditor:      cfg.Audit,
 		ready:        cfg.Ready,
 		sync:         cfg.Sync,
+		scanner:      cfg.Scanner,
 		maxUpload:    cfg.MaxUploadBytes,
 		corsOrigins:  cfg.CORSAllowedOrigins,
 		stallTimeout: cfg.StallTimeout,
@@ -146,5 +151,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotReady)
 		return
 	}
-	writeJSON(w, http.StatusOK, readyJSON{Status: "ready", Sync: s.syncStates()})
+	writeJSON(w, http.StatusOK, readyJSON{Status: "ready", Sync: s.syncStates(), Scanner: s.scannerState(ctx)})
 }

@@ -32,6 +32,7 @@ type Service struct {
 	members   Members
 	maxUpload int64
 	readAhead *ReadAheadPool
+	scanner   Scanner
 }
 
 // Option tunes a Service.
@@ -42,6 +43,12 @@ type Option func(*Service)
 // its own.
 func WithReadAhead(pool *ReadAheadPool) Option {
 	return func(s *Service) { s.readAhead = pool }
+}
+
+// WithScanner makes every upload pass a malware scan before it is kept
+// (fail closed: an upload that cannot be scanned is refused).
+func WithScanner(sc Scanner) Option {
+	return func(s *Service) { s.scanner = sc }
 }
 
 // NewService returns the storage core. maxUpload is the largest accepted
@@ -92,9 +99,17 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 		return Blob{}, err
 	}
 
+	scan, err := s.startScan(ctx)
+	if err != nil {
+		return Blob{}, err
+	}
+	defer scan.Close()
+
+	// One pass over the file: the digest and the scanner see the
+	// plaintext as it is read, before it is encrypted and stored.
 	exact := &exactReader{r: body, remaining: in.FileSize}
 	digest := sha256.New()
-	var src io.Reader = io.TeeReader(exact, digest)
+	var src io.Reader = io.TeeReader(exact, io.MultiWriter(digest, scan))
 	size := in.FileSize
 	if in.Encrypted {
 		src, err = s.encrypt(&b, src)
@@ -104,13 +119,22 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 		size = segcrypt.CiphertextSize(in.FileSize)
 	}
 
+	// The object gets a fresh name; its row is committed only once the
+	// scanner has found the file clean.
 	b.Name = newObjectName()
 	if err := s.objects.Put(ctx, b.Container, b.Name, src, size); err != nil {
 		s.removeObject(ctx, b)
-		if exact.err != nil {
+		switch {
+		case exact.err != nil:
 			return Blob{}, exact.err
+		case scan.err != nil:
+			return Blob{}, scan.err
 		}
 		return Blob{}, fmt.Errorf("store object %s/%s: %w", b.Container, b.Name, err)
+	}
+	if err := scan.verdict(); err != nil {
+		s.removeObject(ctx, b)
+		return Blob{}, err
 	}
 	b.SHA256 = hex.EncodeToString(digest.Sum(nil))
 	err = s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
