@@ -17,9 +17,10 @@ stop:
 test: lint check-generated
 	@bash scripts/ensure-services.sh
 	@VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+		CLAMD_BIN="$$(bash scripts/install-clamd.sh)" && \
 		MEDPLUM_DIR="$$(bash scripts/install-medplum.sh)" && \
 		browser="$$(bash scripts/install-browser.sh)" && eval "$$browser" && \
-		export VERSITYGW_BIN MEDPLUM_DIR CHROMIUM_BIN PLAYWRIGHT_DIR && \
+		export VERSITYGW_BIN CLAMD_BIN MEDPLUM_DIR CHROMIUM_BIN PLAYWRIGHT_DIR && \
 		$(GO) test -race -count=1 $(PKGS)
 
 build:
@@ -47,8 +48,9 @@ bench:
 	@bash scripts/ensure-services.sh
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; } >&2
 	@VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && \
+		CLAMD_BIN="$$(bash scripts/install-clamd.sh)" && \
 		MEDPLUM_DIR="$$(bash scripts/install-medplum.sh)" && \
-		export VERSITYGW_BIN MEDPLUM_DIR && \
+		export VERSITYGW_BIN CLAMD_BIN MEDPLUM_DIR && \
 		$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 45m ./test/bench
 	@echo "== the HTTP edge of the business reads, in process (no sockets, no database)"
 	@$(GO) test -run '^$$' -bench BusinessReads -benchmem -count 3 ./adapters/httpapi
