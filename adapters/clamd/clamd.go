@@ -169,12 +169,23 @@ func (c *Client) command(ctx context.Context, name string) (string, error) {
 	_ = conn.SetDeadline(time.Now().Add(c.cfg.IOTimeout))
 	reply, err := exchange(conn, name)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return "", unavailable(fmt.Errorf("clamd %s: %w", name, err))
+		return "", unavailable(fmt.Errorf("clamd %s: %w", name, withContext(ctx, err)))
 	}
 	return reply, nil
+}
+
+// withContext puts first, when ctx ended, that ctx ended (and its cause):
+// the AfterFunc closed the connection, and err, then a closed
+// connection's, followed.
+func withContext(ctx context.Context, err error) error {
+	ctxErr := ctx.Err()
+	if ctxErr == nil {
+		return err
+	}
+	if c := context.Cause(ctx); c != ctxErr {
+		ctxErr = fmt.Errorf("%w: %w", ctxErr, c)
+	}
+	return fmt.Errorf("%w; %w", ctxErr, err)
 }
 
 func exchange(conn net.Conn, name string) (string, error) {

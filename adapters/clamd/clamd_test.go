@@ -78,7 +78,7 @@ func pattern(n int) []byte {
 func TestScan_FramesTheStreamInChunks(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
-			checkNoGoroutineLeft(t)
+			checkNothingLeft(t)
 			f := startFake(t, network, always(behave))
 			c := newClient(t, f.config())
 			s, err := c.Scan(t.Context())
@@ -129,7 +129,7 @@ func equalInts(a, b []int) bool {
 func TestScan_Verdicts(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
-			checkNoGoroutineLeft(t)
+			checkNothingLeft(t)
 			f := startFake(t, network, always(behave))
 			c := newClient(t, f.config())
 
@@ -150,7 +150,7 @@ func TestScan_Verdicts(t *testing.T) {
 }
 
 func TestScan_VerdictTwiceAndCloseTwice(t *testing.T) {
-	checkNoGoroutineLeft(t)
+	checkNothingLeft(t)
 	f := startFake(t, "tcp", always(behave))
 	c := newClient(t, f.config()) // MaxConns 1
 	s, err := c.Scan(t.Context())
@@ -191,7 +191,7 @@ func TestScan_VerdictTwiceAndCloseTwice(t *testing.T) {
 }
 
 func TestScan_AfterClose(t *testing.T) {
-	checkNoGoroutineLeft(t)
+	checkNothingLeft(t)
 	f := startFake(t, "unix", always(behave))
 	c := newClient(t, f.config())
 	s, err := c.Scan(t.Context())
@@ -230,7 +230,7 @@ func TestScan_Faults(t *testing.T) {
 	} {
 		for _, network := range networks {
 			t.Run(tc.name+"/"+network, func(t *testing.T) {
-				checkNoGoroutineLeft(t)
+				checkNothingLeft(t)
 				f := startFake(t, network, first(tc.mode))
 				cfg := f.config()
 				if tc.cfg != nil {
@@ -255,7 +255,7 @@ func TestScan_Faults(t *testing.T) {
 func TestScan_Refused(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
-			checkNoGoroutineLeft(t)
+			checkNothingLeft(t)
 			var address string
 			switch network {
 			case "tcp":
@@ -287,10 +287,10 @@ func TestScan_Refused(t *testing.T) {
 func TestScan_CancelMidWrite(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
-			checkNoGoroutineLeft(t)
+			checkNothingLeft(t)
 			f := startFake(t, network, first(stopReading))
 			cfg := f.config()
-			cfg.IOTimeout = time.Hour
+			cfg.IOTimeout = time.Minute
 			c := newClient(t, cfg)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
@@ -316,6 +316,9 @@ func TestScan_CancelMidWrite(t *testing.T) {
 				}
 			}
 			wantUnavailable(t, err, context.Canceled)
+			// The cancel closed the connection; Write did not wait for
+			// IOTimeout.
+			wantUnavailable(t, err, net.ErrClosed)
 			_, verr := s.Verdict()
 			if verr != err {
 				t.Fatalf("Verdict after the failed write: %v", verr)
@@ -331,10 +334,10 @@ func TestScan_CancelMidWrite(t *testing.T) {
 
 // A ctx cancelled while clamd scans ends the wait for the verdict.
 func TestScan_CancelWhileWaitingForVerdict(t *testing.T) {
-	checkNoGoroutineLeft(t)
+	checkNothingLeft(t)
 	f := startFake(t, "tcp", first(neverAnswer))
 	cfg := f.config()
-	cfg.VerdictTimeout = time.Hour
+	cfg.VerdictTimeout = time.Minute
 	c := newClient(t, cfg)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	s, err := c.Scan(ctx)
@@ -358,13 +361,14 @@ func TestScan_CancelWhileWaitingForVerdict(t *testing.T) {
 	}()
 	_, err = s.Verdict()
 	wantUnavailable(t, err, context.Canceled)
+	wantUnavailable(t, err, net.ErrClosed)
 	if !strings.Contains(err.Error(), "the upload was abandoned") {
 		t.Fatalf("err = %v, want the cancel's cause", err)
 	}
 }
 
 func TestScan_MaxConnsBound(t *testing.T) {
-	checkNoGoroutineLeft(t)
+	checkNothingLeft(t)
 	f := startFake(t, "tcp", always(behave))
 	cfg := f.config()
 	cfg.MaxConns = 2
@@ -416,7 +420,7 @@ func TestScan_MaxConnsBound(t *testing.T) {
 func TestPingAndVersion(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
-			checkNoGoroutineLeft(t)
+			checkNothingLeft(t)
 			f := startFake(t, network, always(behave))
 			c := newClient(t, f.config())
 			// Not counted in MaxConns: a scan is open meanwhile.
@@ -448,7 +452,7 @@ func TestPingAndVersion_Faults(t *testing.T) {
 		{"no answer", neverAnswer, os.ErrDeadlineExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkNoGoroutineLeft(t)
+			checkNothingLeft(t)
 			f := startFake(t, "tcp", always(tc.mode))
 			cfg := f.config()
 			cfg.IOTimeout = 100 * time.Millisecond
@@ -461,10 +465,10 @@ func TestPingAndVersion_Faults(t *testing.T) {
 }
 
 func TestPing_CancelledWhileWaiting(t *testing.T) {
-	checkNoGoroutineLeft(t)
+	checkNothingLeft(t)
 	f := startFake(t, "unix", always(neverAnswer))
 	cfg := f.config()
-	cfg.IOTimeout = time.Hour
+	cfg.IOTimeout = time.Minute
 	c := newClient(t, cfg)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
@@ -473,7 +477,9 @@ func TestPing_CancelledWhileWaiting(t *testing.T) {
 		}
 		cancel()
 	}()
-	wantUnavailable(t, c.Ping(ctx), context.Canceled)
+	err := c.Ping(ctx)
+	wantUnavailable(t, err, context.Canceled)
+	wantUnavailable(t, err, net.ErrClosed)
 }
 
 func TestNew(t *testing.T) {

@@ -129,7 +129,10 @@ func (s *scan) Verdict() (string, error) {
 // why: unless the write timed out or ctx ended, read that answer and
 // report it rather than the broken pipe.
 func (s *scan) writeFailed(op string, err error) error {
-	if s.ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) && !s.closed.Load() {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return s.fail(op, fmt.Errorf("clamd took nothing for %s: %w", s.c.cfg.IOTimeout, err))
+	}
+	if s.ctx.Err() == nil && !s.closed.Load() {
 		_ = s.conn.SetReadDeadline(time.Now().Add(s.c.cfg.IOTimeout))
 		if reply, rerr := readReply(s.conn); rerr == nil {
 			if _, perr := parseReply(reply); perr != nil {
@@ -142,16 +145,9 @@ func (s *scan) writeFailed(op string, err error) error {
 }
 
 // fail ends the scan with cause: it closes the scan and remembers the
-// error for every later call. When ctx ended, ctx's error is the cause.
+// error for every later call.
 func (s *scan) fail(op string, cause error) error {
-	if err := s.ctx.Err(); err != nil {
-		if c := context.Cause(s.ctx); c != err {
-			cause = fmt.Errorf("%w: %w", err, c)
-		} else {
-			cause = err
-		}
-	}
-	s.err = unavailable(fmt.Errorf("clamd scan: %s: %w", op, cause))
+	s.err = unavailable(fmt.Errorf("clamd scan: %s: %w", op, withContext(s.ctx, cause)))
 	_ = s.Close()
 	return s.err
 }
