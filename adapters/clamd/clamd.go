@@ -15,9 +15,12 @@
 // storage.ErrScannerUnavailable wrapping its cause: an upload that cannot
 // be scanned is refused (fail closed).
 //
-// clamd refuses a stream longer than its StreamMaxLength (default 25 MiB)
-// with ErrStreamTooLong: set StreamMaxLength in clamd.conf at least as large
-// as MAX_UPLOAD_BYTES.
+// clamd.conf matters: clamd refuses a stream longer than its
+// StreamMaxLength (default 25 MiB) with ErrStreamTooLong, so set it at least
+// as large as MAX_UPLOAD_BYTES; clamd drops a stream that pauses longer than
+// its ReadTimeout (default 120s), so an upload that stalls that long fails;
+// and MaxConns should stay within clamd's MaxThreads (default 10) shared by
+// every instance, or scans queue inside clamd, under VerdictTimeout.
 package clamd
 
 import (

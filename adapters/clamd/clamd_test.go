@@ -241,7 +241,13 @@ func TestScan_Faults(t *testing.T) {
 				// fake's size limit (64 KiB).
 				_, err := scanAll(t, c, t.Context(), pattern(4<<20), 64<<10)
 				wantUnavailable(t, err, tc.cause)
+				if n := len(c.slots); n != 0 {
+					t.Fatalf("%d slots taken after the failure", n)
+				}
 
+				// The same client (the same slot), with the time-outs of a
+				// loaded machine, scans again.
+				c.cfg.IOTimeout, c.cfg.VerdictTimeout = 5*time.Second, 5*time.Second
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				defer cancel()
 				if sig, err := scanAll(t, c, ctx, []byte(testMarker), 100); err != nil || sig != testSignature {
@@ -301,7 +307,7 @@ func TestScan_CancelMidWrite(t *testing.T) {
 			defer s.Close()
 			go func() {
 				select {
-				case <-f.stalled:
+				case <-f.idle:
 					cancel()
 				case <-ctx.Done():
 				}
@@ -340,6 +346,7 @@ func TestScan_CancelWhileWaitingForVerdict(t *testing.T) {
 	cfg.VerdictTimeout = time.Minute
 	c := newClient(t, cfg)
 	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
 	s, err := c.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -348,15 +355,11 @@ func TestScan_CancelWhileWaitingForVerdict(t *testing.T) {
 	if _, err := s.Write([]byte("abc")); err != nil {
 		t.Fatal(err)
 	}
-	// The fake accepts the connection before it reads; cancel once the
-	// stream has reached it.
 	go func() {
-		for {
-			if _, chunks := f.received(); len(chunks) == 2 || ctx.Err() != nil {
-				cancel(errors.New("the upload was abandoned"))
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		select {
+		case <-f.idle: // the stream ended there, no answer comes
+			cancel(errors.New("the upload was abandoned"))
+		case <-ctx.Done():
 		}
 	}()
 	_, err = s.Verdict()
@@ -455,7 +458,9 @@ func TestPingAndVersion_Faults(t *testing.T) {
 			checkNothingLeft(t)
 			f := startFake(t, "tcp", always(tc.mode))
 			cfg := f.config()
-			cfg.IOTimeout = 100 * time.Millisecond
+			if tc.cause == os.ErrDeadlineExceeded {
+				cfg.IOTimeout = 100 * time.Millisecond
+			}
 			c := newClient(t, cfg)
 			wantUnavailable(t, c.Ping(t.Context()), tc.cause)
 			_, err := c.Version(t.Context())
@@ -472,10 +477,11 @@ func TestPing_CancelledWhileWaiting(t *testing.T) {
 	c := newClient(t, cfg)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
-		for f.accepted.Load() == 0 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
+		select {
+		case <-f.idle: // PING arrived, no answer comes
+			cancel()
+		case <-ctx.Done():
 		}
-		cancel()
 	}()
 	err := c.Ping(ctx)
 	wantUnavailable(t, err, context.Canceled)

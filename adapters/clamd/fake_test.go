@@ -65,8 +65,8 @@ type fakeClamd struct {
 	limit    int
 	modeOf   func(i int) mode // the mode of the i-th connection, from 0
 
-	stalled     chan struct{} // closed when a stopReading connection stopped
-	stalledOnce sync.Once
+	idle     chan struct{} // closed when a stopReading or neverAnswer connection went quiet
+	idleOnce sync.Once
 	done        chan struct{} // closed when the test ends
 	wg          sync.WaitGroup
 	accepted    atomic.Int64
@@ -83,7 +83,7 @@ func startFake(t *testing.T, network string, modeOf func(i int) mode) *fakeClamd
 	t.Helper()
 	f := &fakeClamd{
 		t: t, network: network, maxChunk: 1000, limit: 64 << 10, modeOf: modeOf,
-		stalled: make(chan struct{}), done: make(chan struct{}),
+		idle: make(chan struct{}), done: make(chan struct{}),
 	}
 	var err error
 	switch network {
@@ -216,7 +216,7 @@ func (f *fakeClamd) instream(conn net.Conn, m mode) bool {
 		case m == closeMidStream:
 			return false
 		case m == stopReading:
-			f.stalledOnce.Do(func() { close(f.stalled) })
+			f.quiet()
 			<-f.done
 			f.awaitClose(conn)
 			return false
@@ -250,11 +250,16 @@ func (f *fakeClamd) answer(conn net.Conn, m mode, reply string) bool {
 		_, _ = io.WriteString(conn, strings.Repeat("A", 2*maxReply))
 		return false
 	case neverAnswer:
+		f.quiet()
 		return true
 	}
 	_, _ = io.WriteString(conn, reply+"\x00")
 	return true
 }
+
+// quiet tells the test that a connection stopped reading or will not
+// answer.
+func (f *fakeClamd) quiet() { f.idleOnce.Do(func() { close(f.idle) }) }
 
 // awaitClose waits for the client to close conn, and reports a client
 // that never does.
