@@ -1,0 +1,226 @@
+// Package clamd is the storage.Scanner of the ClamAV daemon (CLAMD_ADDRESS):
+// it streams each file to clamd with the INSTREAM command as the file
+// arrives and reads the verdict when it ends.
+//
+// The protocol (docs.clamav.net, "clamd protocol"): every command is sent
+// as "z<COMMAND>\x00" and answered by one NUL-terminated reply; clamd closes
+// the connection after each command (no IDSESSION here), so every Scan,
+// Ping and Version uses a connection of its own. INSTREAM's data goes as
+// chunks, each preceded by its length as 4 bytes big-endian; a zero length
+// ends the stream, and clamd answers "stream: OK", "stream: <signature>
+// FOUND" or "<message> ERROR".
+//
+// Every exchange has a time-out (Config), and a Client keeps at most
+// MaxConns scans open at once. Every failure is
+// storage.ErrScannerUnavailable wrapping its cause: an upload that cannot
+// be scanned is refused (fail closed).
+//
+// clamd.conf matters: clamd refuses a stream longer than its
+// StreamMaxLength (default 25 MiB) with ErrStreamTooLong, so set it at least
+// as large as MAX_UPLOAD_BYTES; clamd drops a stream that pauses longer than
+// its ReadTimeout (default 120s), so an upload that stalls that long fails;
+// and MaxConns should stay within clamd's MaxThreads (default 10) shared by
+// every instance, or scans queue inside clamd, under VerdictTimeout.
+package clamd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/carebridge/carebridge/core/storage"
+)
+
+// The defaults New applies to the zero fields of Config.
+const (
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultIOTimeout      = 30 * time.Second
+	DefaultVerdictTimeout = 120 * time.Second
+	DefaultMaxConns       = 8
+	DefaultChunkSize      = 64 << 10
+	// MaxChunkSize is the largest ChunkSize New accepts.
+	MaxChunkSize = 16 << 20
+)
+
+// Config says where clamd listens and how long to wait for it.
+type Config struct {
+	// Network is "tcp" or "unix" (see ParseAddress).
+	Network string
+	// Address is host:port for tcp, the socket's path for unix.
+	Address string
+	// DialTimeout bounds connecting (default 5s).
+	DialTimeout time.Duration
+	// IOTimeout bounds each write of a chunk, and Ping and Version as a
+	// whole (default 30s): a clamd that stops reading fails the scan.
+	IOTimeout time.Duration
+	// VerdictTimeout bounds the wait for the verdict after the end of the
+	// stream, while clamd scans the file (default 120s: a 200 MiB file
+	// takes seconds, an archive more).
+	VerdictTimeout time.Duration
+	// MaxConns bounds the scans open at once (default 8); Scan waits for
+	// a free one. Ping and Version are short and not counted, so that a
+	// busy scanner still answers readiness checks.
+	MaxConns int
+	// ChunkSize is the largest INSTREAM chunk (default 64 KiB; at most
+	// MaxChunkSize). Write slices its input, it does not copy it.
+	ChunkSize int
+}
+
+// Client talks to one clamd. It is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	dialer net.Dialer
+	// slots holds a token per open scan; its capacity is MaxConns.
+	slots chan struct{}
+}
+
+var _ storage.Scanner = (*Client)(nil)
+
+// New validates cfg, applies the defaults to its zero fields, and returns
+// a Client. It does not connect: Ping does.
+func New(cfg Config) (*Client, error) {
+	var errs []error
+	switch cfg.Network {
+	case "tcp", "unix":
+	default:
+		errs = append(errs, fmt.Errorf("clamd network %q: want tcp or unix", cfg.Network))
+	}
+	if cfg.Address == "" || strings.ContainsFunc(cfg.Address, isControl) {
+		errs = append(errs, fmt.Errorf("clamd address %q: empty or has control characters", cfg.Address))
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"DialTimeout", &cfg.DialTimeout, DefaultDialTimeout},
+		{"IOTimeout", &cfg.IOTimeout, DefaultIOTimeout},
+		{"VerdictTimeout", &cfg.VerdictTimeout, DefaultVerdictTimeout},
+	} {
+		switch {
+		case *d.v < 0:
+			errs = append(errs, fmt.Errorf("clamd %s %s: negative", d.name, *d.v))
+		case *d.v == 0:
+			*d.v = d.def
+		}
+	}
+	switch {
+	case cfg.MaxConns < 0:
+		errs = append(errs, fmt.Errorf("clamd MaxConns %d: negative", cfg.MaxConns))
+	case cfg.MaxConns == 0:
+		cfg.MaxConns = DefaultMaxConns
+	}
+	switch {
+	case cfg.ChunkSize < 0 || cfg.ChunkSize > MaxChunkSize:
+		errs = append(errs, fmt.Errorf("clamd ChunkSize %d: want 1 to %d", cfg.ChunkSize, MaxChunkSize))
+	case cfg.ChunkSize == 0:
+		cfg.ChunkSize = DefaultChunkSize
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Client{
+		cfg:    cfg,
+		dialer: net.Dialer{Timeout: cfg.DialTimeout},
+		slots:  make(chan struct{}, cfg.MaxConns),
+	}, nil
+}
+
+// Config returns the configuration in use, defaults applied.
+func (c *Client) Config() Config { return c.cfg }
+
+// Ping checks that clamd answers PING with PONG.
+func (c *Client) Ping(ctx context.Context) error {
+	reply, err := c.command(ctx, "PING")
+	if err != nil {
+		return err
+	}
+	if reply != "PONG" {
+		return unavailable(fmt.Errorf("clamd PING: %w: %q", errGarbage, clip(reply)))
+	}
+	return nil
+}
+
+// Version returns clamd's VERSION reply, such as
+// "ClamAV 1.4.6/27000/Mon Jun 1 08:00:00 2025" (engine, signature
+// database version and date).
+func (c *Client) Version(ctx context.Context) (string, error) {
+	reply, err := c.command(ctx, "VERSION")
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(reply, "ClamAV ") || strings.ContainsFunc(reply, isControl) {
+		return "", unavailable(fmt.Errorf("clamd VERSION: %w: %q", errGarbage, clip(reply)))
+	}
+	return reply, nil
+}
+
+// command sends one short command on a connection of its own and returns
+// the reply, all within IOTimeout and ctx.
+func (c *Client) command(ctx context.Context, name string) (string, error) {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	_ = conn.SetDeadline(time.Now().Add(c.cfg.IOTimeout))
+	reply, err := exchange(conn, name)
+	if err != nil {
+		return "", unavailable(fmt.Errorf("clamd %s: %w", name, withContext(ctx, err)))
+	}
+	return reply, nil
+}
+
+// withContext puts first, when ctx ended, that ctx ended (and its cause):
+// the AfterFunc closed the connection, and err, then a closed
+// connection's, followed.
+func withContext(ctx context.Context, err error) error {
+	ctxErr := ctx.Err()
+	if ctxErr == nil {
+		return err
+	}
+	if c := context.Cause(ctx); c != ctxErr {
+		ctxErr = fmt.Errorf("%w: %w", ctxErr, c)
+	}
+	return fmt.Errorf("%w; %w", ctxErr, err)
+}
+
+func exchange(conn net.Conn, name string) (string, error) {
+	if _, err := io.WriteString(conn, "z"+name+"\x00"); err != nil {
+		return "", err
+	}
+	return readReply(conn)
+}
+
+// dial connects within DialTimeout and ctx.
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	conn, err := c.dialer.DialContext(ctx, c.cfg.Network, c.cfg.Address)
+	if err != nil {
+		return nil, unavailable(fmt.Errorf("connect to clamd: %w", err))
+	}
+	return conn, nil
+}
+
+// acquire waits for a free slot of the MaxConns bound, or for ctx.
+func (c *Client) acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return unavailable(fmt.Errorf("wait for a clamd connection: %w", err))
+	}
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return unavailable(fmt.Errorf("wait for a clamd connection (%d in use): %w", c.cfg.MaxConns, ctx.Err()))
+	}
+}
+
+func (c *Client) release() { <-c.slots }
+
+// unavailable is the one error the package returns.
+func unavailable(cause error) error { return storage.ErrScannerUnavailable.Wrap(cause) }
