@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/carebridge/carebridge/adapters/auth"
+	"github.com/carebridge/carebridge/adapters/clamd"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/fsblob"
 	"github.com/carebridge/carebridge/adapters/httpapi"
@@ -81,6 +82,9 @@ type Config struct {
 	// Sync tunes the pollers of EHR sync (the systems with sync on in the
 	// EHR systems file); zero fields take the defaults.
 	Sync SyncTuning
+	// Scanner is the ClamAV daemon every upload is scanned by
+	// (CLAMD_ADDRESS); nil: uploads are not scanned.
+	Scanner *clamd.Config
 }
 
 // ObjectStore says where blobs are kept: in S3 when set, an S3-compatible
@@ -112,6 +116,8 @@ type App struct {
 	audit           *auditor
 	events          *events
 	sync            *syncLoops
+	// scanner tells /readyz how the malware scanner is (nil: none).
+	scanner func(context.Context) httpapi.ScannerState
 }
 
 // New migrates the database, connects every adapter, and listens on
@@ -167,7 +173,9 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 	a.sync = newSyncLoops(a, cfg.Sync, registry)
-	a.buildBlobs(cfg, registry)
+	if err := a.buildBlobs(cfg, registry); err != nil {
+		return err
+	}
 	return a.listen(cfg, a.newHandler(cfg, verifier, search, registry))
 }
 
@@ -216,20 +224,27 @@ func (a *App) registerJobMetrics(registry *prometheus.Registry) {
 	registry.MustRegister(a.reconciled)
 }
 
-// buildBlobs builds the storage core over the object store and registers
-// the counters of the sweeper that cleans up after it.
-func (a *App) buildBlobs(cfg Config, registry *prometheus.Registry) {
+// buildBlobs builds the storage core over the object store, with the
+// malware scanner when one is set, and registers the counters of the
+// sweeper that cleans up after it.
+func (a *App) buildBlobs(cfg Config, registry *prometheus.Registry) error {
 	keys := cfg.BlobKeys
 	if keys == nil {
 		keys = &keyring.Ring{} // no key: wrapping fails with ErrEncryptionKeyMissing
 	}
+	scanning, state, err := buildScanner(cfg.Scanner, registry)
+	if err != nil {
+		return fmt.Errorf("CLAMD_ADDRESS: %w", err)
+	}
+	a.scanner = state
 	a.blobs = storage.NewService(a.db.Blobs(), a.db.StorageTx(), a.objects, keys, a.db, cfg.MaxUploadBytes,
-		storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))
+		append(scanning, storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))...)
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
 		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
 	a.sweptIncomplete = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_incomplete_uploads_removed_total",
 		Help: "Temporary files and incomplete multipart uploads of unfinished writes, older than a day, removed by the sweeper."})
 	registry.MustRegister(a.swept, a.sweptIncomplete)
+	return nil
 }
 
 // newHandler is the HTTP API over the cores that build made.
@@ -246,6 +261,7 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Audit:              a.audit,
 		Ready:              a.ready,
 		Sync:               a.sync.board.states,
+		Scanner:            a.scanner,
 		MaxUploadBytes:     cfg.MaxUploadBytes,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins,
 		StallTimeout:       cfg.StallTimeout,

@@ -134,6 +134,11 @@ it checks each delivery's signature and prints the event (then PATCH the busines
 
 Health: $base/healthz  Readiness: $base/readyz  Metrics: $base/metrics
 TXT
+if [ -n "${CLAMD_ADDRESS:-}" ]; then
+	echo "Uploads and logos are scanned for malware by clamd at $CLAMD_ADDRESS (/readyz shows it)."
+else
+	echo "Uploads are not scanned for malware: set CLAMD_ADDRESS to a running clamd to scan them (README, Malware scanning)."
+fi
 if [ -n "${DEMO_AGENT_ID:-}" ]; then
 	# A bookable time: 10:30 in the practitioner's zone, two days ahead
 	# (not a Sunday, when the demo calendars are closed).

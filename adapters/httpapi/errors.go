@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/carebridge/carebridge/core"
+	"github.com/carebridge/carebridge/core/storage"
 )
 
 // statusOf is the one mapping from a failure kind to an HTTP status.
@@ -64,9 +65,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
 		e = errInternal
+	} else if e.Is(storage.ErrMalwareDetected) { // a security event, with or without an audit event
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "upload refused: malware detected",
+			slog.String("request_id", requestID(r.Context())), slog.String("signature", e.Detail["signature"]))
 	} else if e.Err != nil {
 		level := slog.LevelDebug
-		if e.Is(errAuditUnavailable) { // nothing was done: the operator must know
+		if e.Is(errAuditUnavailable) || e.Is(storage.ErrScannerUnavailable) { // nothing was done: the operator must know
 			level = slog.LevelError
 		}
 		s.log.LogAttrs(r.Context(), level, "request refused",

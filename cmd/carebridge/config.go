@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/auth"
+	"github.com/carebridge/carebridge/adapters/clamd"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/adapters/redis"
@@ -105,13 +106,21 @@ func loadServerConfig(getenv env, cfg *app.Config, bad badFunc) {
 	}
 }
 
-// loadStorageConfig reads the blob store and its encryption keys.
+// loadStorageConfig reads the blob store, its encryption keys and the
+// malware scanner.
 func loadStorageConfig(getenv env, cfg *app.Config, bad badFunc) {
 	objects, err := parseObjectStore(getenv.or("CLOUD_STORAGE_CONNECTION_STRING", defaultStorageURL))
 	if err != nil {
 		bad("CLOUD_STORAGE_CONNECTION_STRING", "%v", err)
 	}
 	cfg.Objects = objects
+	if v := getenv.or("CLAMD_ADDRESS", ""); v != "" {
+		network, address, err := clamd.ParseAddress(v)
+		if err != nil {
+			bad("CLAMD_ADDRESS", "must be tcp://host:port or unix:///path/to/clamd.sock: %v", err)
+		}
+		cfg.Scanner = &clamd.Config{Network: network, Address: address}
+	}
 
 	id := getenv.or("CLOUD_STORAGE_ENCRYPTION_KEY_ID", "")
 	var current []byte

@@ -46,13 +46,14 @@ func TestLoadConfig_ReportsEveryBadVariableOnOneLine(t *testing.T) {
 		"CORS_ALLOWED_ORIGINS":            "*",
 		"LOG_LEVEL":                       "loud",
 		"AUTH_DEV_MODE":                   "maybe",
+		"CLAMD_ADDRESS":                   "http://127.0.0.1:3310",
 	}))
 	if err == nil {
 		t.Fatal("bad configuration accepted")
 	}
 	line := oneLine(err)
 	for _, v := range []string{"DATABASE_URL", "CLOUD_STORAGE_CONNECTION_STRING", "CLOUD_STORAGE_ENCRYPTION_KEY:", "CLOUD_STORAGE_PREVIOUS_KEYS",
-		"MAX_UPLOAD_BYTES", "DOWNLOAD_READAHEAD_BYTES", "CORS_ALLOWED_ORIGINS", "LOG_LEVEL", "AUTH_DEV_MODE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE"} {
+		"MAX_UPLOAD_BYTES", "DOWNLOAD_READAHEAD_BYTES", "CORS_ALLOWED_ORIGINS", "LOG_LEVEL", "AUTH_DEV_MODE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE", "CLAMD_ADDRESS"} {
 		if !strings.Contains(line, v) {
 			t.Errorf("%s not named in %q", v, line)
 		}
@@ -350,5 +351,21 @@ func TestParseObjectStore(t *testing.T) {
 		if _, err := parseObjectStore(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+func TestLoadConfig_ClamdAddress(t *testing.T) {
+	for v, want := range map[string][2]string{
+		"tcp://127.0.0.1:3310":         {"tcp", "127.0.0.1:3310"},
+		"unix:///run/clamav/clamd.ctl": {"unix", "/run/clamav/clamd.ctl"},
+	} {
+		cfg, _, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "a", "CLAMD_ADDRESS": v}))
+		if err != nil || cfg.Scanner == nil || cfg.Scanner.Network != want[0] || cfg.Scanner.Address != want[1] {
+			t.Errorf("CLAMD_ADDRESS=%s: %+v, %v", v, cfg.Scanner, err)
+		}
+	}
+	cfg, _, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "a"}))
+	if err != nil || cfg.Scanner != nil {
+		t.Fatalf("without CLAMD_ADDRESS: %+v, %v", cfg.Scanner, err)
 	}
 }
