@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -18,6 +20,14 @@ const maxSignatureLen = 200
 type scanning struct {
 	scan Scan // nil: no scanner
 	err  error
+
+	// The verdict is asked for as soon as the file's last byte was read
+	// (endOnEOF), so that the scanner scans while the store finishes
+	// the object; done is closed when it is in.
+	ask       sync.Once
+	done      chan struct{}
+	signature string
+	verdErr   error
 }
 
 // startScan starts the scan of one upload.
@@ -29,7 +39,7 @@ func (s *Service) startScan(ctx context.Context) (*scanning, error) {
 	if err != nil {
 		return nil, scannerError(err)
 	}
-	return &scanning{scan: scan}, nil
+	return &scanning{scan: scan, done: make(chan struct{})}, nil
 }
 
 func (sc *scanning) Write(p []byte) (int, error) {
@@ -47,13 +57,36 @@ func (sc *scanning) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// verdict ends the file and returns ErrMalwareDetected, naming the
-// signature, when the scanner found something, or its failure.
+// endOnEOF returns r, which asks for the verdict when it reaches its end
+// (io.EOF: every byte of the file was read and scanned).
+func (sc *scanning) endOnEOF(r io.Reader) io.Reader {
+	if sc.scan == nil {
+		return r
+	}
+	return eofHook{r: r, fn: sc.askVerdict}
+}
+
+// askVerdict ends the file and waits for the answer in the background,
+// once.
+func (sc *scanning) askVerdict() {
+	sc.ask.Do(func() {
+		go func() {
+			defer close(sc.done)
+			sc.signature, sc.verdErr = sc.scan.Verdict()
+		}()
+	})
+}
+
+// verdict waits for the answer (asking for it first when the file's end
+// was not seen) and returns ErrMalwareDetected, naming the signature,
+// when the scanner found something, or its failure.
 func (sc *scanning) verdict() error {
 	if sc.scan == nil {
 		return nil
 	}
-	sig, err := sc.scan.Verdict()
+	sc.askVerdict()
+	<-sc.done
+	sig, err := sc.signature, sc.verdErr
 	switch {
 	case err != nil:
 		return scannerError(err)
@@ -66,11 +99,29 @@ func (sc *scanning) verdict() error {
 	return e
 }
 
-// Close releases the scan's connection.
-func (sc *scanning) Close() {
-	if sc.scan != nil {
-		_ = sc.scan.Close()
+// eofHook calls fn when r reports io.EOF.
+type eofHook struct {
+	r  io.Reader
+	fn func()
+}
+
+func (h eofHook) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err == io.EOF {
+		h.fn()
 	}
+	return n, err
+}
+
+// Close releases the scan's connection; a verdict still awaited is
+// abandoned (the scanner's Close ends it) and waited for.
+func (sc *scanning) Close() {
+	if sc.scan == nil {
+		return
+	}
+	_ = sc.scan.Close()
+	sc.ask.Do(func() { close(sc.done) }) // never asked: nothing to wait for
+	<-sc.done
 }
 
 // scannerError is err as ErrScannerUnavailable, which a Scanner should

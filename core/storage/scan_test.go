@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/carebridge/carebridge/core"
@@ -183,5 +184,38 @@ func TestCleanSignature(t *testing.T) {
 	got := cleanSignature(long)
 	if len(got) > maxSignatureLen || !utf8.ValidString(got) || len(got) < maxSignatureLen-1 {
 		t.Fatalf("cleanSignature of %d bytes gave %d bytes, valid %v", len(long), len(got), utf8.ValidString(got))
+	}
+}
+
+// The verdict is asked for as soon as the file's last byte is read, so the
+// scanner scans while the store finishes the object.
+func TestUpload_TheVerdictIsAskedBeforeTheStoreFinishes(t *testing.T) {
+	f := newFixture(t)
+	asked := make(chan struct{})
+	scan := &ScanMock{
+		WriteFunc:   func(p []byte) (int, error) { return len(p), nil },
+		VerdictFunc: func() (string, error) { close(asked); return "", nil },
+		CloseFunc:   func() error { return nil },
+	}
+	f.svc = NewService(f.blobs, f.tx, f.objects, f.keys, f.svc.members, f.svc.maxUpload,
+		WithScanner(&ScannerMock{ScanFunc: func(context.Context) (Scan, error) { return scan, nil }}))
+	put := f.objects.PutFunc
+	f.objects.PutFunc = func(ctx context.Context, c Container, name string, r io.Reader, size int64) error {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-asked:
+		case <-time.After(10 * time.Second):
+			t.Error("the store finished the object before the verdict was asked for")
+		}
+		return put(ctx, c, name, bytes.NewReader(b), size)
+	}
+	if _, err := f.svc.Upload(as("alice"), pngUpload(pngBytes)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(scan.VerdictCalls()); n != 1 {
+		t.Fatalf("%d verdicts asked, want 1", n)
 	}
 }
