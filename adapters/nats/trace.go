@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"net/http"
 
 	natsgo "github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
@@ -60,7 +59,7 @@ func (s *publishSpans) start(m event.Message, msg *natsgo.Msg) {
 			attribute.String("messaging.operation.type", "send"),
 			attribute.String("messaging.destination.name", subject),
 			attribute.String("messaging.message.id", m.ID)))
-	traceContext.Inject(ctx, propagation.HeaderCarrier(http.Header(msg.Header)))
+	traceContext.Inject(ctx, headerCarrier(msg.Header))
 	s.spans = append(s.spans, span)
 }
 
@@ -86,4 +85,21 @@ func (s *publishSpans) end() {
 	for i := range s.spans {
 		s.fail(i)
 	}
+}
+
+// headerCarrier puts the trace context in NATS headers under the exact
+// names W3C gives them ("traceparent"): NATS header names are
+// case-sensitive, and http.Header would write "Traceparent".
+type headerCarrier natsgo.Header
+
+func (h headerCarrier) Get(key string) string { return natsgo.Header(h).Get(key) }
+
+func (h headerCarrier) Set(key, value string) { h[key] = []string{value} }
+
+func (h headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
 }
