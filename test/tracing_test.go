@@ -17,10 +17,11 @@ import (
 // per EHR call and the audit commit, none of them holding the query; the
 // traceparent reaches only the EHR whose propagate_trace is on.
 func TestTracing_SearchSpansAreParentedAndFreeOfPatientData(t *testing.T) {
-	const family, birth = "Qzvtracefamilyx", "1911-11-11"
+	// Markers are long and distinctive: no id or timestamp can hold them.
+	const family, given, birth, mrn = "Qzvtracefamilyx", "Trcgivenzqk", "1911-11-11", "MRN-trcq7zk4"
 	w := newWorld(t)
-	open := newFakeEHR(t, "clinica", fhirPatient("a-1", family, "Ana", birth, "MRN-1"))
-	closed := newFakeEHR(t, "clinicb", fhirPatient("b-1", family, "Ana", birth, "MRN-1"))
+	open := newFakeEHR(t, "clinica", fhirPatient("trcpatient-q7z1", family, given, birth, mrn))
+	closed := newFakeEHR(t, "clinicb", fhirPatient("trcpatient-q7z2", family, given, birth, mrn))
 	yaml, env := ehrYAML(2000, open, closed)
 	yaml = strings.Replace(yaml, "retry_attempts: 1\n", "retry_attempts: 1\n    propagate_trace: true\n", 1) // clinica only
 	cfg, err := ehrconfig.Parse([]byte(yaml), nil, func(k string) string { return env[k] })
@@ -50,7 +51,7 @@ func TestTracing_SearchSpansAreParentedAndFreeOfPatientData(t *testing.T) {
 	ehrCalls := map[string]sdktrace.ReadOnlySpan{}
 	audited := false
 	for _, sp := range rec.Ended() {
-		for _, m := range []string{family, strings.ToLower(family), birth, "Ana", "MRN-1", "a-1", "b-1"} {
+		for _, m := range []string{family, strings.ToLower(family), given, birth, mrn, "trcpatient-q7z"} {
 			if strings.Contains(sp.Name(), m) {
 				t.Errorf("span name %q holds %q", sp.Name(), m)
 			}
