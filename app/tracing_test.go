@@ -9,6 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/carebridge/carebridge/core/event"
 )
 
 func TestTracingFromEnv_OffUnlessAnEndpointOrOTLPIsSet(t *testing.T) {
@@ -90,5 +96,41 @@ func TestTracing_ExportsOverOTLPHTTPAndFlushesOnClose(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the export does not hold %q", want)
 		}
+	}
+}
+
+type senderFunc func(context.Context, event.Delivery) event.Result
+
+func (f senderFunc) Send(ctx context.Context, d event.Delivery) event.Result { return f(ctx, d) }
+
+func TestTracedSender_OneSpanPerAttemptWithoutTheURL(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	const url = "https://receiver.example/hook?token=Wqzsecrettokenk"
+	s := tracedSender{tracer: tracerOf(tp), Sender: senderFunc(func(context.Context, event.Delivery) event.Result {
+		return event.Result{Status: 503, Err: "receiver answered 503 at " + url}
+	})}
+	s.Send(context.Background(), event.Delivery{Subscription: "sub-1", URL: url, EventID: "evt_1", Attempt: 2})
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	got := map[string]string{}
+	for _, kv := range spans[0].Attributes() {
+		got[string(kv.Key)] = kv.Value.Emit()
+		if strings.Contains(kv.Value.Emit(), "Wqzsecret") || strings.Contains(kv.Value.Emit(), "receiver.example") {
+			t.Errorf("attribute %s = %q holds the receiver's URL", kv.Key, kv.Value.Emit())
+		}
+	}
+	want := map[string]string{"event.id": "evt_1", "webhook.subscription": "sub-1", "webhook.attempt": "2",
+		"http.response.status_code": "503", "webhook.outcome": "failed"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("attribute %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if spans[0].Name() != "webhook deliver" || spans[0].Status().Code != codes.Error {
+		t.Errorf("span %q status %v, want a failed webhook deliver", spans[0].Name(), spans[0].Status())
 	}
 }
