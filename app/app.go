@@ -85,6 +85,9 @@ type Config struct {
 	// Scanner is the ClamAV daemon every upload is scanned by
 	// (CLAMD_ADDRESS); nil: uploads are not scanned.
 	Scanner *clamd.Config
+	// Tracing says where spans go (OTEL_* variables, see TracingFromEnv);
+	// the zero value makes none.
+	Tracing Tracing
 }
 
 // ObjectStore says where blobs are kept: in S3 when set, an S3-compatible
@@ -116,6 +119,7 @@ type App struct {
 	audit           *auditor
 	events          *events
 	sync            *syncLoops
+	tracing         *tracing // Close flushes it
 	// scanner tells /readyz how the malware scanner is (nil: none).
 	scanner func(context.Context) httpapi.ScannerState
 }
@@ -143,6 +147,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 // systems with search and scheduling, the metrics of the jobs, the audit
 // trail, the events, EHR sync, the blob service, and the HTTP server.
 func (a *App) build(ctx context.Context, cfg Config) error {
+	if err := a.buildTracing(ctx, &cfg); err != nil {
+		return err
+	}
 	if err := a.buildObjectStore(ctx, cfg.Objects); err != nil {
 		return err
 	}
@@ -164,7 +171,7 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 		return err
 	}
 	a.registerJobMetrics(registry)
-	a.audit, err = newAuditor(a.db, registry, a.log.With("component", "audit"))
+	a.audit, err = newAuditor(a.db, registry, a.log.With("component", "audit"), cfg.Tracing.Provider)
 	if err != nil {
 		return err
 	}
@@ -199,7 +206,7 @@ func (a *App) buildObjectStore(ctx context.Context, cfg ObjectStore) error {
 // scheduling use case over them; it returns the search use case.
 func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cache, registry *prometheus.Registry) (*ehr.Service, error) {
 	var err error
-	a.ehrs, err = newEHRs(cfg.EHR, a.log, newEHRMetrics(registry))
+	a.ehrs, err = newEHRs(cfg.EHR, a.log, newEHRMetrics(registry), cfg.Tracing.Provider)
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +265,7 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Scheduling:         a.scheduling,
 		Tenancy:            ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
 		Registry:           registry,
+		Tracer:             cfg.Tracing.Provider,
 		Audit:              a.audit,
 		Ready:              a.ready,
 		Sync:               a.sync.board.states,
@@ -426,6 +434,7 @@ func (a *App) Close() {
 		}
 	}
 	a.db.Close()
+	a.tracing.close(a.log) // last: the spans of everything above
 }
 
 // closeAll closes cs in reverse order and logs the failures.

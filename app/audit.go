@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core/audit"
@@ -26,14 +27,14 @@ const (
 )
 
 // newAuditor is the audit trail the HTTP API records to: the PostgreSQL
-// log, commits grouped, with its counts as metrics, and the tally of
+// log, commits grouped (a span per commit with tracer), with its counts as metrics, and the tally of
 // requests refused with 401, recorded once their minute is over. It starts
 // nothing: App.Run starts its writer (runWriter) first and its tally's
 // loop (runTally) with the other loops, and stops the writer last (close).
 // (test/bench builds the service once with this file replaced by a no-op,
 // to measure what the trail costs.)
-func newAuditor(db *postgres.Store, reg *prometheus.Registry, log *slog.Logger) (*auditor, error) {
-	l, err := db.AuditLog(postgres.AuditConfig{})
+func newAuditor(db *postgres.Store, reg *prometheus.Registry, log *slog.Logger, tracer trace.TracerProvider) (*auditor, error) {
+	l, err := db.AuditLog(postgres.AuditConfig{Tracer: tracer})
 	if err != nil {
 		return nil, err
 	}

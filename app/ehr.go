@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
 	"github.com/carebridge/carebridge/adapters/ehr/fhir"
@@ -60,7 +62,8 @@ type ehrSet struct {
 type ehrs struct {
 	log     *slog.Logger
 	metrics *ehrMetrics
-	grace   time.Duration // linkGrace; tests shorten it
+	tracer  trace.TracerProvider // nil: no spans of EHR calls
+	grace   time.Duration        // linkGrace; tests shorten it
 	cur     atomic.Pointer[ehrSet]
 	// changed is signalled (never blocking) after each reload that put
 	// new systems in force; the sync loops' supervisor waits on it.
@@ -73,9 +76,10 @@ type ehrs struct {
 
 var _ ehr.Systems = (*ehrs)(nil)
 
-// newEHRs adapts every system of cfg (nil: none).
-func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics) (*ehrs, error) {
-	e := &ehrs{log: log, metrics: metrics, grace: linkGrace, retiring: map[*time.Timer][]io.Closer{}, changed: make(chan struct{}, 1)}
+// newEHRs adapts every system of cfg (nil: none); tracer (nil: none) makes
+// the spans of their calls.
+func newEHRs(cfg *ehrconfig.Config, log *slog.Logger, metrics *ehrMetrics, tracer trace.TracerProvider) (*ehrs, error) {
+	e := &ehrs{log: log, metrics: metrics, tracer: tracer, grace: linkGrace, retiring: map[*time.Timer][]io.Closer{}, changed: make(chan struct{}, 1)}
 	set, _, err := e.build(cfg, &ehrSet{})
 	if err != nil {
 		return nil, err
@@ -280,6 +284,8 @@ func (e *ehrs) adapt(s ehrconfig.System) (*ehrSystem, error) {
 		RetryAttempts:     s.RetryAttempts,
 		Logger:            log.With("component", "ehrhttp", "ehr", s.Name),
 		Metrics:           sm,
+		Tracer:            e.tracer,
+		PropagateTrace:    s.PropagateTrace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("EHR system %s: %w", s.Name, err)
@@ -298,7 +304,7 @@ func (e *ehrs) adapt(s ehrconfig.System) (*ehrSystem, error) {
 		bot, err := wsbot.New(wsbot.Config{
 			Name: s.Name, URL: s.BaseURL, SearchAction: s.SearchEndpoint, CallTimeout: s.Timeout,
 			Header: client.AuthHeader, Logger: log.With("component", "wsbot", "ehr", s.Name),
-			Metrics: sm,
+			Metrics: sm, Tracer: e.tracer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("EHR system %s: %w", s.Name, err)

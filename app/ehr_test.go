@@ -56,7 +56,7 @@ const (
 
 func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	registry := prometheus.NewRegistry()
-	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+fileBot+integrat), slog.New(slog.DiscardHandler), newEHRMetrics(registry))
+	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+fileBot+integrat), slog.New(slog.DiscardHandler), newEHRMetrics(registry), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 }
 
 func TestEHRs_ASystemThatCannotBeBuiltLeavesTheSystemsInForce(t *testing.T) {
-	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+integrat), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()))
+	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+integrat), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestEHRs_ASystemThatCannotBeBuiltLeavesTheSystemsInForce(t *testing.T) {
 }
 
 func TestEHRs_CloseClosesEveryLinkAndRefusesReloads(t *testing.T) {
-	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileBot), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()))
+	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileBot), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestEHRs_AnswerEachBusinessWithTheSystemsServingIt(t *testing.T) {
 		"  - {name: b, adapter: fhir, base_url: 'http://127.0.0.1:2/fhir', timeout: 200, businesses: [" + b + "]}\n" +
 		"  - {name: c, adapter: fhir, base_url: 'http://127.0.0.1:3/fhir', timeout: 200}\n" +
 		"integration: {ehr: c, by_business: {" + b + ": b}}\n"
-	e, err := newEHRs(parseEHR(t, file), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()))
+	e, err := newEHRs(parseEHR(t, file), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

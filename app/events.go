@@ -68,10 +68,14 @@ func newEvents(ctx context.Context, cfg Config, keys Keys, db *postgres.Store, l
 		return nil, err
 	}
 	e.queue = queue
-	e.dispatcher = event.NewDispatcher(queue, webhook.New(sealer, dcfg.Timeout), dcfg)
+	var sender event.Sender = webhook.New(sealer, dcfg.Timeout)
+	if t := tracerOf(cfg.Tracing.Provider); t != nil {
+		sender = tracedSender{Sender: sender, tracer: t}
+	}
+	e.dispatcher = event.NewDispatcher(queue, sender, dcfg)
 
 	if cfg.EventsNATSURL != "" {
-		p, err := nats.New(ctx, cfg.EventsNATSURL, log.With("component", "nats"))
+		p, err := nats.New(ctx, cfg.EventsNATSURL, log.With("component", "nats"), nats.WithTracer(cfg.Tracing.Provider))
 		if err != nil {
 			queue.Close()
 			return nil, fmt.Errorf("EVENTS_NATS_URL: %w", err)

@@ -66,7 +66,7 @@ func TestSyncBusinesses_FollowTheEHRSystemsFile(t *testing.T) {
 func TestSyncTargets_FollowReloads(t *testing.T) {
 	off := "  - {name: off, adapter: fhir, base_url: 'http://127.0.0.1:2/fhir', sync: {interval: 0s}}\n"
 	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+fileBot+off+
-		"integration: {ehr: a, by_business: {"+bizB+": bot, "+bizC+": off}}\n"), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()))
+		"integration: {ehr: a, by_business: {"+bizB+": bot, "+bizC+": off}}\n"), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,9 @@ type fakeEHR struct {
 	// noRecords makes it answer 404 to every search but Patient's, as a
 	// server that cannot search clinical types does.
 	noRecords atomic.Bool
+	// traceparent is the traceparent header of the last request ("" for
+	// none).
+	traceparent atomic.Pointer[string]
 }
 
 // holdRecords gives f the clinical records it serves.
@@ -43,6 +46,8 @@ func newFakeEHR(t *testing.T, name string, patients ...map[string]any) *fakeEHR 
 			return
 		}
 		f.calls.Add(1)
+		tp := r.Header.Get("traceparent")
+		f.traceparent.Store(&tp)
 		if r.Header.Get("X-API-Key") != "key-"+name {
 			w.WriteHeader(http.StatusUnauthorized)
 			return

@@ -87,7 +87,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // client's when well-formed, a new one otherwise) and the headers every
 // response carries, turns a panic into a 500 (logged at ERROR with its
 // stack), and records one JSON
-// access-log line and the request metrics by route pattern.
+// access-log line, the request metrics by route pattern and, with a
+// tracer, the request's span (trace.go).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -97,7 +98,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-Id", info.id)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		ctx, span := s.startSpan(r)
+		r = r.WithContext(context.WithValue(ctx, infoKey{}, info))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			v := recover()
@@ -117,6 +119,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			elapsed := time.Since(start)
 			s.metrics.observe(info.route, r.Method, sw.status, elapsed)
 			s.accessLog(r.Context(), info, r.Method, sw, elapsed)
+			endSpan(span, info, r.Method, sw.status)
 		}()
 		next.ServeHTTP(sw, r)
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/audit"
@@ -54,6 +55,8 @@ type Config struct {
 	// StallTimeout cuts off a streaming body that moves no byte for this
 	// long; 0 means 30 s.
 	StallTimeout time.Duration
+	// Tracer makes one server span per request (trace.go); nil: none.
+	Tracer trace.TracerProvider
 }
 
 // Server is the HTTP API.
@@ -74,6 +77,7 @@ type Server struct {
 	stallTimeout time.Duration
 	metrics      *metrics
 	ids          *requestIDs
+	tracer       trace.Tracer // nil: no spans
 	handler      http.Handler
 	router       *mux.Router // every route; the API document's test walks it
 }
@@ -103,6 +107,9 @@ func New(cfg Config) *Server {
 	}
 	if s.auditor == nil {
 		s.auditor = noAudit{}
+	}
+	if cfg.Tracer != nil {
+		s.tracer = cfg.Tracer.Tracer(tracerName)
 	}
 
 	r := mux.NewRouter()

@@ -3,6 +3,8 @@
 // carebridge.events.<type>, its id as the message id (Nats-Msg-Id), so the
 // stream stores an event published twice once (within the stream's
 // duplicate window). The body is the event's JSON, as the webhooks get it.
+// With WithTracer, each message has a producer span and carries its W3C
+// traceparent in its headers (trace.go).
 //
 // It works with nats-server 2.9 and later: it uses no feature of 2.10
 // (subject transforms, metadata, compression, multiple filters).
@@ -20,6 +22,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/event"
@@ -56,6 +59,7 @@ type Publisher struct {
 	js     jetstream.JetStream
 	log    *slog.Logger
 	closed chan struct{}
+	tracer trace.Tracer // nil: no spans, no traceparent
 }
 
 // New connects to the NATS server(s) of url (nats://[user:pass@]host:port,
@@ -63,7 +67,7 @@ type Publisher struct {
 // makes sure the stream exists: it creates it when missing and leaves the
 // configuration of an existing one alone. A server that does not answer
 // fails New at once. Errors never contain the URL's credentials.
-func New(ctx context.Context, url string, log *slog.Logger) (*Publisher, error) {
+func New(ctx context.Context, url string, log *slog.Logger, opts ...Option) (*Publisher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -105,6 +109,9 @@ func New(ctx context.Context, url string, log *slog.Logger) (*Publisher, error) 
 		return nil, fmt.Errorf("nats: jetstream: %w", err)
 	}
 	p := &Publisher{nc: nc, js: js, log: log, closed: closed}
+	for _, o := range opts {
+		o(p)
+	}
 	if err := p.ensureStream(ctx); err != nil {
 		nc.Close()
 		return nil, err
@@ -166,6 +173,8 @@ func (p *Publisher) Publish(ctx context.Context, msgs []event.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	spans := p.spans(ctx, len(msgs))
+	defer spans.end()
 	for _, m := range msgs {
 		if err := check(m); err != nil {
 			return err
@@ -176,6 +185,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []event.Message) error {
 		msg := natsgo.NewMsg(Subject(m.Type))
 		msg.Data = m.Body
 		msg.Header.Set("Content-Type", "application/json")
+		spans.start(m, msg)
 		f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID))
 		if err != nil {
 			return fmt.Errorf("nats: publish event %s: %w", m.ID, err)
@@ -187,7 +197,9 @@ func (p *Publisher) Publish(ctx context.Context, msgs []event.Message) error {
 	for i, f := range futures {
 		select {
 		case <-f.Ok():
+			spans.ok(i)
 		case err := <-f.Err():
+			spans.fail(i)
 			failed++
 			if first == nil {
 				first = fmt.Errorf("event %s: %w", msgs[i].ID, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carebridge/carebridge/core/audit"
 )
@@ -30,6 +31,8 @@ type AuditConfig struct {
 	// Timeout bounds one batch's transaction, and Ready (5s): a database
 	// that stops answering fails the callers instead of holding them.
 	Timeout time.Duration
+	// Tracer makes a span per commit (audittrace.go); nil: none.
+	Tracer trace.TracerProvider
 }
 
 // AuditLog appends audit events to the hash chain in audit_events, with
@@ -51,14 +54,18 @@ type AuditLog struct {
 
 	events, batches, failed atomic.Uint64
 	running                 atomic.Bool // Run has started
+
+	commits trace.Tracer // nil: no spans
+	since   time.Time    // when the commit answer tells began (the writer's)
 }
 
 // auditCall is one queued event and the caller waiting for its commit.
 type auditCall struct {
 	e        audit.Event
-	detail   []byte      // canonicalDetail(e.Detail), what is stored
-	business pgtype.UUID // e.BusinessID; not Valid when none
-	done     chan error  // buffered: the writer never waits on a caller
+	detail   []byte            // canonicalDetail(e.Detail), what is stored
+	business pgtype.UUID       // e.BusinessID; not Valid when none
+	done     chan error        // buffered: the writer never waits on a caller
+	caller   trace.SpanContext // the caller's span, when tracing
 }
 
 // AuditLog returns a writer of the audit trail; Run writes, and the caller
@@ -88,6 +95,9 @@ func (s *Store) AuditLog(cfg AuditConfig) (*AuditLog, error) {
 		queue:    make(chan *auditCall, 4*cfg.MaxBatch),
 		stopped:  make(chan struct{}),
 	}
+	if cfg.Tracer != nil {
+		l.commits = cfg.Tracer.Tracer(tracerName)
+	}
 	return l, nil
 }
 
@@ -107,6 +117,9 @@ func (l *AuditLog) Record(ctx context.Context, e audit.Event) error {
 	c, err := newAuditCall(e)
 	if err != nil {
 		return err
+	}
+	if l.commits != nil {
+		c.caller = trace.SpanContextFromContext(ctx)
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -243,6 +256,7 @@ func refusedOne(err error, batch []*auditCall) bool {
 func (l *AuditLog) appendEach(batch []*auditCall) {
 	for _, c := range batch {
 		one := []*auditCall{c}
+		l.since = time.Now()
 		_, err := l.appendLocked(one)
 		l.answer(one, err)
 	}
@@ -260,6 +274,7 @@ var errChainMoved = errors.New("the audit chain head moved")
 
 // fill makes a batch of c and whatever else is queued now.
 func (l *AuditLog) fill(c *auditCall) []*auditCall {
+	l.since = time.Now()
 	batch := []*auditCall{c}
 	for len(batch) < l.maxBatch {
 		select {
@@ -277,6 +292,7 @@ func (l *AuditLog) fill(c *auditCall) []*auditCall {
 
 // answer tells every caller of a batch how it ended.
 func (l *AuditLog) answer(calls []*auditCall, err error) {
+	l.traceCommit(calls, err)
 	if err != nil {
 		l.failed.Add(uint64(len(calls)))
 		err = fmt.Errorf("write audit events: %w", err)

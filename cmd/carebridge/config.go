@@ -60,6 +60,11 @@ func loadConfig(getenv env) (app.Config, slog.Level, error) {
 		errs = append(errs, err)
 	}
 	cfg.ServiceKeys, cfg.LegacyKeys = keys, legacy
+	tracing, err := app.TracingFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.Tracing = tracing
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(getenv.or("LOG_LEVEL", "info"))); err != nil {

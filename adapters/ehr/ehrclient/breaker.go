@@ -107,6 +107,18 @@ func (b *Breaker) Allow() (done func(Verdict), err error) {
 // IsOpen reports whether the breaker refuses calls now.
 func (b *Breaker) IsOpen() bool { return b.cb.State() == gobreaker.StateOpen }
 
+// State is the breaker's state as a span tells it: closed, half_open or
+// open.
+func (b *Breaker) State() string {
+	switch b.cb.State() {
+	case gobreaker.StateOpen:
+		return "open"
+	case gobreaker.StateHalfOpen:
+		return "half_open"
+	}
+	return "closed"
+}
+
 // metricState is a gobreaker state as BreakerMetrics receives it.
 func metricState(s gobreaker.State) int {
 	switch s {

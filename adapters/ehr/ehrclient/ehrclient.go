@@ -1,7 +1,7 @@
 // Package ehrclient holds what every EHR client shares whatever its
 // transport (HTTP for ehrhttp, a WebSocket link for wsbot): the circuit
-// breaker, with the states its metric reports, and the duration attribute
-// of log lines.
+// breaker, with the states its metric reports, the duration attribute
+// of log lines, and the client span of a call (trace.go).
 package ehrclient
 
 import (

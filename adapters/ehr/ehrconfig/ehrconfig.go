@@ -45,6 +45,12 @@
 //     DefaultSyncInterval for the integration EHRs (integration.ehr and
 //     the by_business values), off for the others (see SyncInterval).
 //
+//   - propagate_trace: false. true sends the W3C traceparent of each
+//     call's span to the system (when traces are on), so its own traces
+//     join Carebridge's; off by default, as the EHR is past a trust
+//     boundary. Only for adapter fhir: the bot protocol has no place for
+//     it.
+//
 // At least one system is required: a file without systems is taken for a
 // mistake (leave EHR_CONFIG unset to run without EHRs).
 //
@@ -154,6 +160,9 @@ type System struct {
 	// changes made in the EHR itself; 0 is off. Parse fills in the
 	// default (see SyncInterval).
 	SyncInterval time.Duration
+	// PropagateTrace sends the W3C traceparent of each call to the system
+	// (propagate_trace; fhir only). Default false.
+	PropagateTrace bool
 }
 
 // Auth holds a system's credentials, secrets already decrypted. Printing or
@@ -289,6 +298,7 @@ func (s System) LogValue() slog.Value {
 		slog.Int64("timeout_ms", s.Timeout.Milliseconds()),
 		slog.Int("retry_attempts", s.RetryAttempts),
 		slog.String("sync_interval", s.SyncInterval.String()),
+		slog.Bool("propagate_trace", s.PropagateTrace),
 	)
 }
 
@@ -315,6 +325,7 @@ type (
 		Timeout        *int          `yaml:"timeout"`
 		RetryAttempts  *int          `yaml:"retry_attempts"`
 		Sync           *rawSync      `yaml:"sync"`
+		PropagateTrace bool          `yaml:"propagate_trace"`
 	}
 	rawSync struct {
 		Interval *string `yaml:"interval"`

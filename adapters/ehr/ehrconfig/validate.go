@@ -47,6 +47,10 @@ func (v *validator) system(i int, rs rawSystem) System {
 	v.sites(at, rs.Sites)
 	v.limits(at, rs, &s)
 	s.SyncInterval = v.syncInterval(at, rs.Sync)
+	s.PropagateTrace = rs.PropagateTrace
+	if rs.PropagateTrace && s.Adapter == AdapterWSBot {
+		v.add(at+": propagate_trace", "is only for adapter fhir (the bot protocol carries no trace context)")
+	}
 	if rs.Businesses != nil {
 		s.Businesses = v.businesses(at, *rs.Businesses)
 	}

@@ -62,7 +62,8 @@
 // state. The client does not depend on Prometheus: app implements Metrics.
 //
 // The client is a stack of small decorators (see New), one concern each,
-// in its own file: observe.go (log line and metrics), guard.go (the
+// in its own file: observe.go (log line and metrics), trace.go (the
+// call's span and, with PropagateTrace, its traceparent), guard.go (the
 // system's own origin only), errors.go (failures become *core.Error, with
 // secrets masked), retry.go, breaker.go, timeout.go, limit.go, auth.go and
 // send.go.
@@ -76,6 +77,7 @@ import (
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrclient"
@@ -122,6 +124,13 @@ type Config struct {
 	// Metrics receives the client's measurements (see Metrics); the
 	// caller binds them to the system. nil: no metrics.
 	Metrics Metrics
+	// Tracer makes one client span per Do call (see withTrace); nil: no
+	// spans, and nothing of a trace is sent.
+	Tracer trace.TracerProvider
+	// PropagateTrace sends the W3C traceparent of the call's span to the
+	// EHR (the system's propagate_trace); without it the trace stays
+	// inside the service.
+	PropagateTrace bool
 }
 
 // Metrics receives what a Client measures of one EHR system.
@@ -200,8 +209,13 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 
 	// The stack, in the order a request meets it: first the whole call,
 	// then each attempt.
+	traced := func(next doer) doer { return next }
+	if cfg.Tracer != nil {
+		traced = withTrace(cfg.Tracer.Tracer(ehrclient.TracerName), cfg.Name, base, cfg.PropagateTrace, cb)
+	}
 	c.do = chain(send(hc),
 		observe(cfg.Logger, cfg.Metrics), // one log line and one measurement per call
+		traced,                           // one span per call; the traceparent when allowed
 		guard(base, c.errs),              // only the system's own origin
 		translate(c.errs),                // failures become *core.Error
 		withRetry(retry),                 // more attempts, and one more with a fresh token

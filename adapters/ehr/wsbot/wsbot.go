@@ -82,6 +82,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/sony/gobreaker/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrclient"
 	"github.com/carebridge/carebridge/core"
@@ -141,6 +142,9 @@ type Config struct {
 	// Metrics receives the link's state, the reconnections and the
 	// breaker's state; the caller binds them to the system. nil: none.
 	Metrics Metrics
+	// Tracer makes one client span per call, named by its action (see
+	// trace.go); nil: none.
+	Tracer trace.TracerProvider
 }
 
 // Metrics receives what a Client measures of its link. Implementations
@@ -170,8 +174,9 @@ type Client struct {
 	dialer       *websocket.Dialer
 	cb           *ehrclient.Breaker
 	log          *slog.Logger
-	metrics      Metrics // nil: none
-	maxRecords   int     // MaxRecords; smaller in tests
+	metrics      Metrics      // nil: none
+	tracer       trace.Tracer // nil: no spans
+	maxRecords   int          // MaxRecords; smaller in tests
 	idPrefix     string
 	seq          atomic.Uint64
 
@@ -216,6 +221,9 @@ func New(cfg Config) (*Client, error) {
 		log:          cfg.Logger,
 		metrics:      cfg.Metrics,
 		maxRecords:   MaxRecords,
+	}
+	if cfg.Tracer != nil {
+		c.tracer = cfg.Tracer.Tracer(ehrclient.TracerName)
 	}
 	if c.searchAction == "" {
 		c.searchAction = DefaultSearchAction
@@ -314,7 +322,9 @@ func (c *Client) Close() error {
 // A failure of the EHR is logged at WARN (see logFailure).
 func (c *Client) call(ctx context.Context, action string, payload, out any) error {
 	start := time.Now()
+	ctx, span := ehrclient.StartSpan(ctx, c.tracer, c.name, clip(action))
 	err := c.exchange(ctx, action, payload, out)
+	c.endSpan(ctx, span, err)
 	if err != nil {
 		c.logFailure(ctx, action, err, time.Since(start))
 	}

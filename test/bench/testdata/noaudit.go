@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core/audit"
@@ -18,7 +19,7 @@ import (
 // auditor is a no-op audit trail with the methods App uses.
 type auditor struct{}
 
-func newAuditor(*postgres.Store, *prometheus.Registry, *slog.Logger) (*auditor, error) {
+func newAuditor(*postgres.Store, *prometheus.Registry, *slog.Logger, trace.TracerProvider) (*auditor, error) {
 	return &auditor{}, nil
 }
 
