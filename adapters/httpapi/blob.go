@@ -416,9 +416,11 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 
 	out := &stallWriter{w: w, stall: stall{set: http.NewResponseController(w).SetWriteDeadline, timeout: s.stallTimeout}}
+	// A body that writes itself out (an encrypted file's read-ahead) sends
+	// its own buffers and leaves buf unused.
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
-	n, err := io.CopyBuffer(out, struct{ io.Reader }{d.Body}, *buf)
+	n, err := io.CopyBuffer(out, d.Body, *buf)
 	s.metrics.downloaded.Add(float64(n))
 	if errors.Is(err, errNotAudited) {
 		return // 503 audit_unavailable was answered instead; no byte went out

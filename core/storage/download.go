@@ -63,8 +63,42 @@ func (s *Service) Download(ctx context.Context, id int64, r *ByteRange) (*Downlo
 		d.Body.Close()
 		return nil, fmt.Errorf("read blob %d: %w", id, corrupt(err))
 	}
-	d.Body = readCloser{corruptReader{br}, d.Body}
+	d.Body = newBody(br, d.Body)
 	return d, nil
+}
+
+// newBody is the body of a download that reads from br, which reads from
+// src. When src writes itself out (the read-ahead of an encrypted file),
+// so does the body: io.Copy then sends the decrypted buffers as they are,
+// with no copy through the caller's buffer.
+func newBody(br *bufio.Reader, src io.ReadCloser) io.ReadCloser {
+	b := body{br, src}
+	if _, ok := src.(io.WriterTo); ok {
+		return bodyWriterTo{b}
+	}
+	return b
+}
+
+// body turns an authentication failure of the decrypter into
+// ErrBlobCorrupt.
+type body struct {
+	br  *bufio.Reader
+	src io.ReadCloser
+}
+
+func (b body) Read(p []byte) (int, error) {
+	n, err := b.br.Read(p)
+	return n, corrupt(err)
+}
+
+func (b body) Close() error { return b.src.Close() }
+
+type bodyWriterTo struct{ body }
+
+// WriteTo writes what br holds, then lets src write the rest.
+func (b bodyWriterTo) WriteTo(w io.Writer) (int64, error) {
+	n, err := b.br.WriteTo(w)
+	return n, corrupt(err)
 }
 
 func resolveRange(r ByteRange, size int64) (start, length int64, err error) {
@@ -118,15 +152,6 @@ func (s *Service) openEncrypted(ctx context.Context, b Blob, start, length int64
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-// corruptReader turns an authentication failure of the decrypter into
-// ErrBlobCorrupt.
-type corruptReader struct{ r io.Reader }
-
-func (c corruptReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	return n, corrupt(err)
 }
 
 func corrupt(err error) error {

@@ -180,6 +180,37 @@ func (ra *readAhead) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes the chunks to w straight from the buffers they were read
+// (and decrypted) into, without a copy.
+func (ra *readAhead) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if len(ra.cur) > 0 {
+			n, err := w.Write(ra.cur)
+			total += int64(n)
+			ra.cur = ra.cur[n:]
+			if err == nil && len(ra.cur) > 0 {
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				return total, err
+			}
+		}
+		if ra.buf != nil {
+			ra.free <- ra.buf // never blocks: free has room for every buffer
+			ra.buf = nil
+		}
+		if ra.err != nil {
+			if ra.err == io.EOF {
+				return total, nil
+			}
+			return total, ra.err
+		}
+		c := <-ra.full
+		ra.buf, ra.cur, ra.err = c.buf, (*c.buf)[:c.n], c.err
+	}
+}
+
 // Close stops the reader goroutine, closes the source and gives the
 // buffers back to the pool. It is called once reads have returned.
 func (ra *readAhead) Close() error {

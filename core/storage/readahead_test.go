@@ -15,6 +15,22 @@ import (
 
 type closeRecorder struct{ closed bool }
 
+// failingWriter takes after bytes, then fails with err.
+type failingWriter struct {
+	got   []byte
+	after int
+	err   error
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	n := min(len(p), w.after-len(w.got))
+	w.got = append(w.got, p[:n]...)
+	if n < len(p) {
+		return n, w.err
+	}
+	return n, nil
+}
+
 func (c *closeRecorder) Close() error { c.closed = true; return nil }
 
 // wantAllBack fails unless the pool has every buffer back.
@@ -197,6 +213,32 @@ func TestDownload_ReadAheadBuffersComeBackHoweverTheDownloadEnds(t *testing.T) {
 				t.Fatal("download differs from upload")
 			}
 		}},
+		{"written out to the end", func(t *testing.T, f *fixture, b Blob, plain []byte) {
+			d, err := f.svc.Download(as("alice"), b.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Body.Close()
+			if _, ok := d.Body.(io.WriterTo); !ok {
+				t.Fatal("the body of a download that reads ahead does not write itself out")
+			}
+			var got bytes.Buffer
+			if n, err := io.Copy(&got, d.Body); err != nil || n != int64(len(plain)) || !bytes.Equal(got.Bytes(), plain) {
+				t.Fatalf("wrote %d bytes, %v; want the %d bytes uploaded", n, err, len(plain))
+			}
+		}},
+		{"written out to a client that goes away", func(t *testing.T, f *fixture, b Blob, plain []byte) {
+			d, err := f.svc.Download(as("alice"), b.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Body.Close()
+			gone := errors.New("client gone")
+			w := &failingWriter{after: readAheadSize + 5, err: gone}
+			if _, err := io.Copy(w, d.Body); !errors.Is(err, gone) || !bytes.Equal(w.got, plain[:len(w.got)]) {
+				t.Fatalf("got %v after %d bytes, want the writer's error after authentic bytes", err, len(w.got))
+			}
+		}},
 		{"client gone after a few bytes", func(t *testing.T, f *fixture, b Blob, plain []byte) {
 			d, err := f.svc.Download(as("alice"), b.ID, nil)
 			if err != nil {
@@ -234,6 +276,19 @@ func TestDownload_ReadAheadBuffersComeBackHoweverTheDownloadEnds(t *testing.T) {
 			defer d.Body.Close()
 			if _, err := io.ReadAll(d.Body); !errors.Is(err, ErrBlobCorrupt) {
 				t.Fatalf("got %v, want ErrBlobCorrupt", err)
+			}
+		}},
+		{"a corrupt segment mid-file, written out", func(t *testing.T, f *fixture, b Blob, plain []byte) {
+			f.data["uploads/"+b.Name][2*readAheadSize] ^= 1
+			d, err := f.svc.Download(as("alice"), b.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Body.Close()
+			var got bytes.Buffer
+			n, err := io.Copy(&got, d.Body)
+			if !errors.Is(err, ErrBlobCorrupt) || n%segcrypt.SegmentSize != 0 || !bytes.Equal(got.Bytes(), plain[:n]) {
+				t.Fatalf("wrote %d bytes, %v; want whole authentic segments, then ErrBlobCorrupt", n, err)
 			}
 		}},
 		{"a corrupt first segment", func(t *testing.T, f *fixture, b Blob, plain []byte) {

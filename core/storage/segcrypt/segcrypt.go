@@ -340,13 +340,23 @@ func DecryptRange(src io.Reader, key []byte, r Range) (io.Reader, error) {
 	return d, nil
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader. When p holds a whole segment and nothing is
+// pending, the segment is opened straight into p, without a copy (p serves
+// as scratch space: on an authentication failure it holds no plaintext
+// but is overwritten all the same).
 func (d *decrypter) Read(p []byte) (int, error) {
 	for len(d.out) == 0 {
 		if d.err != nil {
 			return 0, d.err
 		}
-		d.open()
+		if d.skip == 0 && len(p) >= SegmentSize {
+			if n := len(d.open(p[:0])); n > 0 {
+				d.count(n)
+				return n, nil
+			}
+			continue // an empty final segment, or a failure
+		}
+		d.out = d.open(d.buf[:0])
 	}
 	n := copy(p, d.out)
 	d.consume(n)
@@ -365,7 +375,7 @@ func (d *decrypter) WriteTo(w io.Writer) (int64, error) {
 			if d.err != nil {
 				return total, d.err
 			}
-			d.open()
+			d.out = d.open(d.buf[:0])
 		}
 		chunk := d.out
 		n, err := w.Write(chunk)
@@ -384,6 +394,11 @@ func (d *decrypter) WriteTo(w io.Writer) (int64, error) {
 // limit.
 func (d *decrypter) consume(n int) {
 	d.out = d.out[n:]
+	d.count(n)
+}
+
+// count counts n returned bytes against the limit.
+func (d *decrypter) count(n int) {
 	if d.left < 0 {
 		return
 	}
@@ -393,8 +408,12 @@ func (d *decrypter) consume(n int) {
 	}
 }
 
-// open reads and authenticates the next segment into d.out, or sets d.err.
-func (d *decrypter) open() {
+// open reads the next segment into d.buf, authenticates it and decrypts it
+// into dst (d.buf[:0]: in place; else a buffer of at least SegmentSize
+// bytes that does not overlap d.buf), and returns the plaintext to hand
+// out, after the skip and within the limit. On failure it sets d.err and
+// returns nothing.
+func (d *decrypter) open(dst []byte) []byte {
 	i := d.next
 	last := i == d.final
 	want := sealedSize
@@ -410,25 +429,25 @@ func (d *decrypter) open() {
 			d.srcEOF = true
 		case err != nil:
 			d.err = fmt.Errorf("segcrypt: read segment %d: %w", i, err)
-			return
+			return nil
 		}
 	}
 	switch {
 	case !last && n < sealedSize:
 		d.err = fmt.Errorf("%w: truncated at segment %d", ErrCorrupt, i)
-		return
+		return nil
 	case last && n > sealedSize:
 		d.err = fmt.Errorf("%w: data after final segment %d", ErrCorrupt, i)
-		return
+		return nil
 	case n < Overhead:
 		d.err = fmt.Errorf("%w: truncated at segment %d", ErrCorrupt, i)
-		return
+		return nil
 	}
 	d.c.set(i, last)
-	plain, err := d.c.aead.Open(d.buf[:0], d.c.nonce[:], d.buf[:n], d.c.ad[:])
+	plain, err := d.c.aead.Open(dst, d.c.nonce[:], d.buf[:n], d.c.ad[:])
 	if err != nil {
 		d.err = fmt.Errorf("%w: segment %d failed authentication", ErrCorrupt, i)
-		return
+		return nil
 	}
 	d.next++
 	if last {
@@ -441,5 +460,5 @@ func (d *decrypter) open() {
 	if d.left >= 0 && int64(len(plain)) > d.left {
 		plain = plain[:d.left]
 	}
-	d.out = plain
+	return plain
 }

@@ -240,6 +240,22 @@ func TestRoundTrip_ShortReads(t *testing.T) {
 	}
 }
 
+// readBy reads r to its end with reads of n bytes.
+func readBy(r io.Reader, n int) ([]byte, error) {
+	var out []byte
+	buf := make([]byte, n)
+	for {
+		m, err := r.Read(buf)
+		out = append(out, buf[:m]...)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
 // chunkReader returns at most n bytes per Read.
 type chunkReader struct {
 	r io.Reader
@@ -409,6 +425,15 @@ func TestPlainRange_DecryptsEveryRange(t *testing.T) {
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("DecryptRange %d-%d of %d: %d bytes, %v; want %d bytes", s.start, s.end, size, len(got), err, len(want))
 			}
+			// Reads of whole segments or more, which open straight into
+			// the reader's buffer.
+			for _, n := range []int{seg, seg + 1, 4 * seg} {
+				dr, _ := segcrypt.DecryptRange(bytes.NewReader(fetched), key, rg)
+				got, err := readBy(dr, n)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("DecryptRange %d-%d of %d, reads of %d: %d bytes, %v; want %d bytes", s.start, s.end, size, n, len(got), err, len(want))
+				}
+			}
 
 			d, err := segcrypt.DecryptReader(bytes.NewReader(fetched), key, rg.First, rg.Final)
 			if err != nil {
@@ -429,16 +454,21 @@ func TestPlainRange_DecryptsEveryRange(t *testing.T) {
 // whole segments before the fault emitted.
 func checkCorrupt(t *testing.T, name string, key, ct, plain []byte, final uint64) {
 	t.Helper()
-	for _, viaWriteTo := range []bool{false, true} {
+	for _, how := range []string{"WriteTo", "small reads", "large reads"} {
 		d, err := segcrypt.DecryptReader(bytes.NewReader(ct), key, 0, final)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if viaWriteTo {
+		switch how {
+		case "WriteTo":
 			_, err = io.Copy(&got, d)
-		} else {
+		case "small reads":
 			_, err = io.Copy(&got, iotest.HalfReader(d))
+		default: // whole segments opened into the reader's buffer
+			var b []byte
+			b, err = readBy(d, 3*seg)
+			got.Write(b)
 		}
 		if !errors.Is(err, segcrypt.ErrCorrupt) {
 			t.Errorf("%s: err = %v, want ErrCorrupt", name, err)
