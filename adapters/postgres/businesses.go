@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 )
 
@@ -61,16 +62,18 @@ const businessColumns = `id::text, owner_subject, name, email, npi_license, tax_
 	description, address, city, state, zip_code, twitter_link, instagram_link, youtube_link,
 	created_at, updated_at`
 
-// scanBusiness reads one row of businessColumns; NULL text columns become "".
-func scanBusiness(row pgx.Row) (business.Business, error) {
+// scanBusiness reads one row of businessColumns, then the columns after
+// them into extra; NULL text columns become "".
+func scanBusiness(row pgx.Row, extra ...any) (business.Business, error) {
 	var (
 		b                                                      business.Business
 		npi, taxID, website, description, address, city, state *string
 		zip, twitter, instagram, youtube                       *string
 	)
-	err := row.Scan(&b.ID, &b.OwnerSubject, &b.Name, &b.Email, &npi, &taxID, &website,
+	dest := []any{&b.ID, &b.OwnerSubject, &b.Name, &b.Email, &npi, &taxID, &website,
 		&description, &address, &city, &state, &zip, &twitter, &instagram, &youtube,
-		&b.CreatedAt, &b.UpdatedAt)
+		&b.CreatedAt, &b.UpdatedAt}
+	err := row.Scan(append(dest, extra...)...)
 	if err != nil {
 		return business.Business{}, err
 	}
@@ -114,6 +117,33 @@ func (r *BusinessRepo) Get(ctx context.Context, id string) (business.Business, e
 		return business.Business{}, fmt.Errorf("get business %s: %w", id, err)
 	}
 	return b, nil
+}
+
+// roleOf is the role of subject ($2) in the business whose id the
+// expression names, or the empty string when subject is not a member: one index lookup
+// on the members' primary key, inside the statement that reads the row.
+func roleOf(businessID string) string {
+	return `COALESCE((SELECT m.role FROM business_members m WHERE m.business_id = ` + businessID + ` AND m.subject = $2), '')`
+}
+
+// GetWithRole returns business id and subject's role in it ("" when
+// subject is not a member) in one statement; a missing business is
+// business.ErrBusinessNotFound.
+func (r *BusinessRepo) GetWithRole(ctx context.Context, id, subject string) (business.Business, core.Role, error) {
+	uid, ok := parseUUID(id)
+	if !ok {
+		return business.Business{}, "", business.ErrBusinessNotFound
+	}
+	var role core.Role
+	b, err := scanBusiness(r.db.QueryRow(ctx, `SELECT `+businessColumns+`, `+roleOf("businesses.id")+`
+		FROM businesses WHERE id = $1`, uid, subject), &role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return business.Business{}, "", business.ErrBusinessNotFound
+	}
+	if err != nil {
+		return business.Business{}, "", fmt.Errorf("get business %s with a role: %w", id, err)
+	}
+	return b, role, nil
 }
 
 // Update locks business id, applies fn to it and stores the result, all in

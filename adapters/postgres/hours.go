@@ -104,6 +104,27 @@ func (r *HoursRepo) List(ctx context.Context, locationID int64) ([]business.Hour
 	return hs, nil
 }
 
+// ListForMember returns the location's entries, Monday first, when
+// subject is a member of the location's business; member is false
+// otherwise (and for a missing location). The entries and the membership
+// are one statement; only an empty list costs a second.
+func (r *HoursRepo) ListForMember(ctx context.Context, locationID int64, subject string) ([]business.Hours, bool, error) {
+	rows, err := r.db.Query(ctx, `SELECT `+hoursColumns+` FROM operating_hours
+		WHERE location_id = $1 AND `+memberOfLocation+` ORDER BY day`, locationID, subject)
+	if err != nil {
+		return nil, false, fmt.Errorf("list operating hours of location %d: %w", locationID, err)
+	}
+	hs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (business.Hours, error) { return scanHours(row) })
+	if err != nil {
+		return nil, false, fmt.Errorf("list operating hours of location %d: %w", locationID, err)
+	}
+	if len(hs) > 0 {
+		return hs, true, nil
+	}
+	member, err := isMemberOfLocation(ctx, r.db, locationID, subject)
+	return hs, member, err
+}
+
 // Add stores every entry for the location, in one transaction, or none. A
 // day the location already has is business.ErrDuplicateDay naming the
 // day(s); a missing location is business.ErrLocationNotFound. The stored

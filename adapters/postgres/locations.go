@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
 )
@@ -22,17 +23,19 @@ type LocationRepo struct {
 // Locations returns the business-location repository.
 func (s *Store) Locations() *LocationRepo { return &LocationRepo{db: s.pool} }
 
-// locationSelect reads a location; callers add the WHERE clause.
-const locationSelect = `
-	SELECT l.id, l.business_id::text, l.name, l.timezone, l.npi, l.tax_id,
+// locationColumns are the columns of a location l.
+const locationColumns = `l.id, l.business_id::text, l.name, l.timezone, l.npi, l.tax_id,
 		l.state_license, l.phone, l.fax, l.email, l.website, l.admin_name, l.admin_first_name,
 		l.admin_last_name, l.admin_phone, l.admin_email, l.address, l.city, l.state, l.zip_code,
-		l.country, l.suite, l.logo_blob_id, l.created_at, l.updated_at
-	FROM business_locations l`
+		l.country, l.suite, l.logo_blob_id, l.created_at, l.updated_at`
 
-// scanLocation reads one row of locationSelect; NULL text columns become ""
-// and a NULL logo_blob_id becomes 0.
-func scanLocation(row pgx.Row) (business.Location, error) {
+// locationSelect reads a location; callers add the WHERE clause.
+const locationSelect = `SELECT ` + locationColumns + ` FROM business_locations l`
+
+// scanLocation reads one row of locationSelect, then the columns after
+// them into extra; NULL text columns become "" and a NULL logo_blob_id
+// becomes 0.
+func scanLocation(row pgx.Row, extra ...any) (business.Location, error) {
 	var (
 		l                                                      business.Location
 		timezone, npi, taxID, license, phone, fax, email, site *string
@@ -40,10 +43,11 @@ func scanLocation(row pgx.Row) (business.Location, error) {
 		address, city, state, zip, country, suite              *string
 		logo                                                   *int64
 	)
-	err := row.Scan(&l.ID, &l.BusinessID, &l.Name, &timezone, &npi, &taxID,
+	dest := []any{&l.ID, &l.BusinessID, &l.Name, &timezone, &npi, &taxID,
 		&license, &phone, &fax, &email, &site, &admin, &adminFirst,
 		&adminLast, &adminPhone, &adminEmail, &address, &city, &state, &zip,
-		&country, &suite, &logo, &l.CreatedAt, &l.UpdatedAt)
+		&country, &suite, &logo, &l.CreatedAt, &l.UpdatedAt}
+	err := row.Scan(append(dest, extra...)...)
 	if err != nil {
 		return business.Location{}, err
 	}
@@ -149,6 +153,71 @@ func (r *LocationRepo) Get(ctx context.Context, id int64) (business.Location, er
 		return business.Location{}, fmt.Errorf("get business location %d: %w", id, err)
 	}
 	return l, nil
+}
+
+// GetWithRole returns location id and subject's role in its business (""
+// when subject is not a member) in one statement; a missing location is
+// business.ErrLocationNotFound.
+func (r *LocationRepo) GetWithRole(ctx context.Context, id int64, subject string) (business.Location, core.Role, error) {
+	var role core.Role
+	l, err := scanLocation(r.db.QueryRow(ctx, `SELECT `+locationColumns+`, `+roleOf("l.business_id")+`
+		FROM business_locations l WHERE l.id = $1`, id, subject), &role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return business.Location{}, "", business.ErrLocationNotFound
+	}
+	if err != nil {
+		return business.Location{}, "", fmt.Errorf("get business location %d with a role: %w", id, err)
+	}
+	return l, role, nil
+}
+
+// ListByBusinessForMember returns the business's locations by id when
+// subject is a member of it; member is false otherwise (and for a missing
+// business). The list and the membership are one statement; only an empty
+// list costs a second, to tell a member without locations from a stranger.
+func (r *LocationRepo) ListByBusinessForMember(ctx context.Context, businessID, subject string) ([]business.Location, bool, error) {
+	uid, ok := parseUUID(businessID)
+	if !ok {
+		return nil, false, nil
+	}
+	rows, err := r.db.Query(ctx, locationSelect+` WHERE l.business_id = $1
+		AND EXISTS (SELECT 1 FROM business_members m WHERE m.business_id = $1 AND m.subject = $2)
+		ORDER BY l.id`, uid, subject)
+	if err != nil {
+		return nil, false, fmt.Errorf("list locations of business %s: %w", businessID, err)
+	}
+	locs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (business.Location, error) {
+		return scanLocation(row)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list locations of business %s: %w", businessID, err)
+	}
+	if len(locs) > 0 {
+		return locs, true, nil
+	}
+	var member bool
+	err = r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM business_members WHERE business_id = $1 AND subject = $2)`,
+		uid, subject).Scan(&member)
+	if err != nil {
+		return nil, false, fmt.Errorf("membership in business %s: %w", businessID, err)
+	}
+	return locs, member, nil
+}
+
+// memberOfLocation is true when subject ($2) is a member of the business
+// of location $1.
+const memberOfLocation = `EXISTS (SELECT 1 FROM business_locations l
+	JOIN business_members m ON m.business_id = l.business_id
+	WHERE l.id = $1 AND m.subject = $2)`
+
+// isMemberOfLocation reports whether subject is a member of the business
+// of location id (false for a missing location).
+func isMemberOfLocation(ctx context.Context, db dbtx, id int64, subject string) (bool, error) {
+	var member bool
+	if err := db.QueryRow(ctx, `SELECT `+memberOfLocation, id, subject).Scan(&member); err != nil {
+		return false, fmt.Errorf("membership by location %d: %w", id, err)
+	}
+	return member, nil
 }
 
 // ListByBusiness returns the business's locations by id; an unknown

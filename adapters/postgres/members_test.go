@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
@@ -247,5 +248,87 @@ func TestIntegrationMemberRepo_BusinessesOfAndBusinessExists(t *testing.T) {
 		if ok, err := db.Members().BusinessExists(ctx, tc.id); err != nil || ok != tc.want {
 			t.Errorf("business %s exists: %v %v", tc.id, ok, err)
 		}
+	}
+}
+
+// TestIntegrationReadsForMember checks the reads that carry their
+// membership check in the same statement: members of any role get the
+// rows, a stranger and a missing business or location get none, and an
+// empty list of a member is told from a stranger's.
+func TestIntegrationReadsForMember(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	b := seedBusiness(t, db, "owner-1")
+	loc := seedLocation(t, db, b, "Main")
+	bare := seedLocation(t, db, b, "Bare")  // no hours, no providers
+	empty := seedBusiness(t, db, "owner-2") // no locations
+	m := business.Member{BusinessID: b.ID, Subject: "staff-1", Role: core.RoleStaff}
+	if err := db.Members().Add(ctx, &m, allow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Hours().Add(ctx, loc.ID, []business.Hours{{Day: time.Tuesday, Start: "09:00", End: "17:00"}, {Day: time.Monday, Start: "08:00", End: "12:00"}}); err != nil {
+		t.Fatal(err)
+	}
+	p := business.Provider{FirstName: "Ana", LastName: "Doe", Email: "ana@example.com"}
+	if err := db.Providers().Create(ctx, &p, loc.ID); err != nil {
+		t.Fatal(err)
+	}
+	const missingBiz = "6f1c1b4e-6c55-4b8e-9a56-1a2b3c4d5e6f"
+	missingLoc := bare.ID + 1000
+
+	for sub, want := range map[string]core.Role{"owner-1": core.RoleOwner, "staff-1": core.RoleStaff, "stranger": ""} {
+		got, role, err := db.Businesses().GetWithRole(ctx, b.ID, sub)
+		if err != nil || role != want || got.ID != b.ID || got.Name != b.Name {
+			t.Errorf("business as %s = %+v, %q, %v, want role %q", sub, got, role, err, want)
+		}
+		l, role, err := db.Locations().GetWithRole(ctx, loc.ID, sub)
+		if err != nil || role != want || l.ID != loc.ID || l.BusinessID != b.ID {
+			t.Errorf("location as %s = %+v, %q, %v, want role %q", sub, l, role, err, want)
+		}
+		member := want != ""
+		ls, ok, err := db.Locations().ListByBusinessForMember(ctx, b.ID, sub)
+		if err != nil || ok != member || (member && (len(ls) != 2 || ls[0].ID != loc.ID || ls[1].ID != bare.ID)) || (!member && len(ls) != 0) {
+			t.Errorf("locations as %s = %d, %v, %v, want member %v", sub, len(ls), ok, err, member)
+		}
+		hs, ok, err := db.Hours().ListForMember(ctx, loc.ID, sub)
+		if err != nil || ok != member || (member && (len(hs) != 2 || hs[0].Day != time.Monday)) || (!member && len(hs) != 0) {
+			t.Errorf("hours as %s = %+v, %v, %v, want member %v", sub, hs, ok, err, member)
+		}
+		ps, ok, err := db.Providers().ListByLocationForMember(ctx, loc.ID, sub)
+		if err != nil || ok != member || (member && (len(ps) != 1 || ps[0].ID != p.ID)) || (!member && len(ps) != 0) {
+			t.Errorf("providers as %s = %+v, %v, %v, want member %v", sub, ps, ok, err, member)
+		}
+		// Empty lists: a member is still a member.
+		if hs, ok, err := db.Hours().ListForMember(ctx, bare.ID, sub); err != nil || ok != member || len(hs) != 0 {
+			t.Errorf("hours of a bare location as %s = %+v, %v, %v, want member %v", sub, hs, ok, err, member)
+		}
+		if ps, ok, err := db.Providers().ListByLocationForMember(ctx, bare.ID, sub); err != nil || ok != member || len(ps) != 0 {
+			t.Errorf("providers of a bare location as %s = %+v, %v, %v, want member %v", sub, ps, ok, err, member)
+		}
+	}
+	if ls, ok, err := db.Locations().ListByBusinessForMember(ctx, empty.ID, "owner-2"); err != nil || !ok || len(ls) != 0 {
+		t.Errorf("locations of a business without any = %+v, %v, %v, want none of a member", ls, ok, err)
+	}
+
+	// Missing rows.
+	if _, _, err := db.Businesses().GetWithRole(ctx, missingBiz, "owner-1"); !errors.Is(err, business.ErrBusinessNotFound) {
+		t.Errorf("missing business: %v", err)
+	}
+	if _, _, err := db.Businesses().GetWithRole(ctx, "nope", "owner-1"); !errors.Is(err, business.ErrBusinessNotFound) {
+		t.Errorf("business id that is no UUID: %v", err)
+	}
+	if _, _, err := db.Locations().GetWithRole(ctx, missingLoc, "owner-1"); !errors.Is(err, business.ErrLocationNotFound) {
+		t.Errorf("missing location: %v", err)
+	}
+	for _, id := range []string{missingBiz, "nope"} {
+		if ls, ok, err := db.Locations().ListByBusinessForMember(ctx, id, "owner-1"); err != nil || ok || len(ls) != 0 {
+			t.Errorf("locations of business %s = %+v, %v, %v, want no member", id, ls, ok, err)
+		}
+	}
+	if hs, ok, err := db.Hours().ListForMember(ctx, missingLoc, "owner-1"); err != nil || ok || len(hs) != 0 {
+		t.Errorf("hours of a missing location = %+v, %v, %v", hs, ok, err)
+	}
+	if ps, ok, err := db.Providers().ListByLocationForMember(ctx, missingLoc, "owner-1"); err != nil || ok || len(ps) != 0 {
+		t.Errorf("providers of a missing location = %+v, %v, %v", ps, ok, err)
 	}
 }

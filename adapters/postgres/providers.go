@@ -49,14 +49,43 @@ func (r *ProviderRepo) Create(ctx context.Context, p *business.Provider, locatio
 	return nil
 }
 
+// providerSelect reads the providers of location $1; callers may add a
+// condition after AND, and the ORDER BY.
+const providerSelect = `
+		SELECT p.id, p.first_name, p.last_name, p.email, p.telehealth_link
+		FROM providers p JOIN provider_locations pl ON pl.provider_id = p.id
+		WHERE pl.location_id = $1`
+
+// providerOrder is the order of a location's providers.
+const providerOrder = ` ORDER BY p.last_name, p.first_name, p.id`
+
 // ListByLocation returns the providers affiliated with the location by
 // last name, first name and id; an unknown location has none.
 func (r *ProviderRepo) ListByLocation(ctx context.Context, locationID int64) ([]business.Provider, error) {
-	rows, err := r.db.Query(ctx, `
-		SELECT p.id, p.first_name, p.last_name, p.email, p.telehealth_link
-		FROM providers p JOIN provider_locations pl ON pl.provider_id = p.id
-		WHERE pl.location_id = $1
-		ORDER BY p.last_name, p.first_name, p.id`, locationID)
+	rows, err := r.db.Query(ctx, providerSelect+providerOrder, locationID)
+	return collectProviders(rows, err, locationID)
+}
+
+// ListByLocationForMember returns the providers of the location, in the
+// order of ListByLocation, when subject is a member of the location's
+// business; member is false otherwise (and for a missing location). The
+// list and the membership are one statement; only an empty list costs a
+// second.
+func (r *ProviderRepo) ListByLocationForMember(ctx context.Context, locationID int64, subject string) ([]business.Provider, bool, error) {
+	rows, err := r.db.Query(ctx, providerSelect+` AND `+memberOfLocation+providerOrder, locationID, subject)
+	providers, err := collectProviders(rows, err, locationID)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(providers) > 0 {
+		return providers, true, nil
+	}
+	member, err := isMemberOfLocation(ctx, r.db, locationID, subject)
+	return providers, member, err
+}
+
+// collectProviders reads the rows of providerSelect.
+func collectProviders(rows pgx.Rows, err error, locationID int64) ([]business.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list providers of location %d: %w", locationID, err)
 	}

@@ -289,8 +289,61 @@ func newFixture(t *testing.T) *fixture {
 		f.events = append(f.events, o.events...)
 		return nil
 	}}
+	f.composeReads()
 	f.svc = NewService(f.businesses, f.members, f.locations, f.providers, f.hours, f.logos, f.tx)
 	return f
+}
+
+// composeReads builds the one-round-trip reads of the repositories out of
+// the fakes above, calling their Func fields at call time: a test that
+// replaces one of those (to inject a failure) reaches these reads too.
+func (f *fixture) composeReads() {
+	f.businesses.GetWithRoleFunc = func(ctx context.Context, id, subject string) (Business, core.Role, error) {
+		b, err := f.businesses.Get(ctx, id)
+		if err != nil {
+			return Business{}, "", err
+		}
+		role, err := f.members.Role(ctx, b.ID, subject)
+		return b, role, err
+	}
+	f.locations.GetWithRoleFunc = func(ctx context.Context, id int64, subject string) (Location, core.Role, error) {
+		l, err := f.locations.Get(ctx, id)
+		if err != nil {
+			return Location{}, "", err
+		}
+		role, err := f.members.Role(ctx, l.BusinessID, subject)
+		return l, role, err
+	}
+	f.locations.ListByBusinessForMemberFunc = func(ctx context.Context, id, subject string) ([]Location, bool, error) {
+		role, err := f.members.Role(ctx, id, subject)
+		if err != nil || role == "" {
+			return nil, false, err
+		}
+		ls, err := f.locations.ListByBusiness(ctx, id)
+		return ls, err == nil, err
+	}
+	// memberOf is false for a missing location, as in the repositories.
+	memberOf := func(ctx context.Context, id int64, subject string) (bool, error) {
+		_, role, err := f.locations.GetWithRole(ctx, id, subject)
+		if errors.Is(err, ErrLocationNotFound) {
+			return false, nil
+		}
+		return role != "", err
+	}
+	f.providers.ListByLocationForMemberFunc = func(ctx context.Context, id int64, subject string) ([]Provider, bool, error) {
+		if ok, err := memberOf(ctx, id, subject); err != nil || !ok {
+			return nil, false, err
+		}
+		ps, err := f.providers.ListByLocation(ctx, id)
+		return ps, err == nil, err
+	}
+	f.hours.ListForMemberFunc = func(ctx context.Context, id int64, subject string) ([]Hours, bool, error) {
+		if ok, err := memberOf(ctx, id, subject); err != nil || !ok {
+			return nil, false, err
+		}
+		hs, err := f.hours.List(ctx, id)
+		return hs, err == nil, err
+	}
 }
 
 // outbox keeps the events of one transaction.

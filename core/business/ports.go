@@ -15,6 +15,10 @@ type BusinessRepo interface {
 	Create(ctx context.Context, b *Business) error
 	// Get returns business id; a missing one is ErrBusinessNotFound.
 	Get(ctx context.Context, id string) (Business, error)
+	// GetWithRole returns business id and subject's role in it ("" when
+	// subject is not a member) in one round trip; a missing business is
+	// ErrBusinessNotFound.
+	GetWithRole(ctx context.Context, id, subject string) (Business, core.Role, error)
 	// Update applies fn to business id under a row lock and stores the
 	// result unless fn fails.
 	Update(ctx context.Context, id string, fn func(*Business) error) (Business, error)
@@ -48,8 +52,16 @@ type LocationRepo interface {
 	Create(ctx context.Context, l *Location) error
 	// Get returns location id; a missing one is ErrLocationNotFound.
 	Get(ctx context.Context, id int64) (Location, error)
+	// GetWithRole returns location id and subject's role in its business
+	// ("" when subject is not a member) in one round trip; a missing
+	// location is ErrLocationNotFound.
+	GetWithRole(ctx context.Context, id int64, subject string) (Location, core.Role, error)
 	// ListByBusiness returns the business's locations by id.
 	ListByBusiness(ctx context.Context, businessID string) ([]Location, error)
+	// ListByBusinessForMember returns the business's locations by id when
+	// subject is a member of it, in one round trip unless there are none;
+	// member is false otherwise, and for a missing business.
+	ListByBusinessForMember(ctx context.Context, businessID, subject string) (ls []Location, member bool, err error)
 	// Update applies fn to location id under a row lock and stores the
 	// result unless fn fails; a new LogoBlobID is tied to the location.
 	Update(ctx context.Context, id int64, fn func(*Location) error) (Location, error)
@@ -61,6 +73,11 @@ type ProviderRepo interface {
 	Create(ctx context.Context, p *Provider, locationID int64) error
 	// ListByLocation returns the providers affiliated with the location.
 	ListByLocation(ctx context.Context, locationID int64) ([]Provider, error)
+	// ListByLocationForMember returns the providers affiliated with the
+	// location when subject is a member of its business, in one round trip
+	// unless there are none; member is false otherwise, and for a missing
+	// location.
+	ListByLocationForMember(ctx context.Context, locationID int64, subject string) (ps []Provider, member bool, err error)
 }
 
 // HoursRepo keeps operating hours. One entry per location and day is a
@@ -68,6 +85,10 @@ type ProviderRepo interface {
 type HoursRepo interface {
 	// List returns the location's entries, Monday first.
 	List(ctx context.Context, locationID int64) ([]Hours, error)
+	// ListForMember returns the location's entries, Monday first, when
+	// subject is a member of its business, in one round trip unless there
+	// are none; member is false otherwise, and for a missing location.
+	ListForMember(ctx context.Context, locationID int64, subject string) (hs []Hours, member bool, err error)
 	// Add stores every entry or none; a day the location already has is
 	// ErrDuplicateDay naming that day.
 	Add(ctx context.Context, locationID int64, hs []Hours) ([]Hours, error)

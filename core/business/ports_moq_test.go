@@ -25,6 +25,9 @@ var _ BusinessRepo = &BusinessRepoMock{}
 //			GetFunc: func(ctx context.Context, id string) (Business, error) {
 //				panic("mock out the Get method")
 //			},
+//			GetWithRoleFunc: func(ctx context.Context, id string, subject string) (Business, core.Role, error) {
+//				panic("mock out the GetWithRole method")
+//			},
 //			UpdateFunc: func(ctx context.Context, id string, fn func(*Business) error) (Business, error) {
 //				panic("mock out the Update method")
 //			},
@@ -40,6 +43,9 @@ type BusinessRepoMock struct {
 
 	// GetFunc mocks the Get method.
 	GetFunc func(ctx context.Context, id string) (Business, error)
+
+	// GetWithRoleFunc mocks the GetWithRole method.
+	GetWithRoleFunc func(ctx context.Context, id string, subject string) (Business, core.Role, error)
 
 	// UpdateFunc mocks the Update method.
 	UpdateFunc func(ctx context.Context, id string, fn func(*Business) error) (Business, error)
@@ -60,6 +66,15 @@ type BusinessRepoMock struct {
 			// ID is the id argument value.
 			ID string
 		}
+		// GetWithRole holds details about calls to the GetWithRole method.
+		GetWithRole []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID string
+			// Subject is the subject argument value.
+			Subject string
+		}
 		// Update holds details about calls to the Update method.
 		Update []struct {
 			// Ctx is the ctx argument value.
@@ -70,9 +85,10 @@ type BusinessRepoMock struct {
 			Fn func(*Business) error
 		}
 	}
-	lockCreate sync.RWMutex
-	lockGet    sync.RWMutex
-	lockUpdate sync.RWMutex
+	lockCreate      sync.RWMutex
+	lockGet         sync.RWMutex
+	lockGetWithRole sync.RWMutex
+	lockUpdate      sync.RWMutex
 }
 
 // Create calls CreateFunc.
@@ -144,6 +160,46 @@ func (mock *BusinessRepoMock) GetCalls() []struct {
 	mock.lockGet.RLock()
 	calls = mock.calls.Get
 	mock.lockGet.RUnlock()
+	return calls
+}
+
+// GetWithRole calls GetWithRoleFunc.
+func (mock *BusinessRepoMock) GetWithRole(ctx context.Context, id string, subject string) (Business, core.Role, error) {
+	if mock.GetWithRoleFunc == nil {
+		panic("BusinessRepoMock.GetWithRoleFunc: method is nil but BusinessRepo.GetWithRole was just called")
+	}
+	callInfo := struct {
+		Ctx     context.Context
+		ID      string
+		Subject string
+	}{
+		Ctx:     ctx,
+		ID:      id,
+		Subject: subject,
+	}
+	mock.lockGetWithRole.Lock()
+	mock.calls.GetWithRole = append(mock.calls.GetWithRole, callInfo)
+	mock.lockGetWithRole.Unlock()
+	return mock.GetWithRoleFunc(ctx, id, subject)
+}
+
+// GetWithRoleCalls gets all the calls that were made to GetWithRole.
+// Check the length with:
+//
+//	len(mockedBusinessRepo.GetWithRoleCalls())
+func (mock *BusinessRepoMock) GetWithRoleCalls() []struct {
+	Ctx     context.Context
+	ID      string
+	Subject string
+} {
+	var calls []struct {
+		Ctx     context.Context
+		ID      string
+		Subject string
+	}
+	mock.lockGetWithRole.RLock()
+	calls = mock.calls.GetWithRole
+	mock.lockGetWithRole.RUnlock()
 	return calls
 }
 
@@ -517,8 +573,14 @@ var _ LocationRepo = &LocationRepoMock{}
 //			GetFunc: func(ctx context.Context, id int64) (Location, error) {
 //				panic("mock out the Get method")
 //			},
+//			GetWithRoleFunc: func(ctx context.Context, id int64, subject string) (Location, core.Role, error) {
+//				panic("mock out the GetWithRole method")
+//			},
 //			ListByBusinessFunc: func(ctx context.Context, businessID string) ([]Location, error) {
 //				panic("mock out the ListByBusiness method")
+//			},
+//			ListByBusinessForMemberFunc: func(ctx context.Context, businessID string, subject string) ([]Location, bool, error) {
+//				panic("mock out the ListByBusinessForMember method")
 //			},
 //			UpdateFunc: func(ctx context.Context, id int64, fn func(*Location) error) (Location, error) {
 //				panic("mock out the Update method")
@@ -536,8 +598,14 @@ type LocationRepoMock struct {
 	// GetFunc mocks the Get method.
 	GetFunc func(ctx context.Context, id int64) (Location, error)
 
+	// GetWithRoleFunc mocks the GetWithRole method.
+	GetWithRoleFunc func(ctx context.Context, id int64, subject string) (Location, core.Role, error)
+
 	// ListByBusinessFunc mocks the ListByBusiness method.
 	ListByBusinessFunc func(ctx context.Context, businessID string) ([]Location, error)
+
+	// ListByBusinessForMemberFunc mocks the ListByBusinessForMember method.
+	ListByBusinessForMemberFunc func(ctx context.Context, businessID string, subject string) ([]Location, bool, error)
 
 	// UpdateFunc mocks the Update method.
 	UpdateFunc func(ctx context.Context, id int64, fn func(*Location) error) (Location, error)
@@ -558,12 +626,30 @@ type LocationRepoMock struct {
 			// ID is the id argument value.
 			ID int64
 		}
+		// GetWithRole holds details about calls to the GetWithRole method.
+		GetWithRole []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID int64
+			// Subject is the subject argument value.
+			Subject string
+		}
 		// ListByBusiness holds details about calls to the ListByBusiness method.
 		ListByBusiness []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
 			// BusinessID is the businessID argument value.
 			BusinessID string
+		}
+		// ListByBusinessForMember holds details about calls to the ListByBusinessForMember method.
+		ListByBusinessForMember []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+			// Subject is the subject argument value.
+			Subject string
 		}
 		// Update holds details about calls to the Update method.
 		Update []struct {
@@ -575,10 +661,12 @@ type LocationRepoMock struct {
 			Fn func(*Location) error
 		}
 	}
-	lockCreate         sync.RWMutex
-	lockGet            sync.RWMutex
-	lockListByBusiness sync.RWMutex
-	lockUpdate         sync.RWMutex
+	lockCreate                  sync.RWMutex
+	lockGet                     sync.RWMutex
+	lockGetWithRole             sync.RWMutex
+	lockListByBusiness          sync.RWMutex
+	lockListByBusinessForMember sync.RWMutex
+	lockUpdate                  sync.RWMutex
 }
 
 // Create calls CreateFunc.
@@ -653,6 +741,46 @@ func (mock *LocationRepoMock) GetCalls() []struct {
 	return calls
 }
 
+// GetWithRole calls GetWithRoleFunc.
+func (mock *LocationRepoMock) GetWithRole(ctx context.Context, id int64, subject string) (Location, core.Role, error) {
+	if mock.GetWithRoleFunc == nil {
+		panic("LocationRepoMock.GetWithRoleFunc: method is nil but LocationRepo.GetWithRole was just called")
+	}
+	callInfo := struct {
+		Ctx     context.Context
+		ID      int64
+		Subject string
+	}{
+		Ctx:     ctx,
+		ID:      id,
+		Subject: subject,
+	}
+	mock.lockGetWithRole.Lock()
+	mock.calls.GetWithRole = append(mock.calls.GetWithRole, callInfo)
+	mock.lockGetWithRole.Unlock()
+	return mock.GetWithRoleFunc(ctx, id, subject)
+}
+
+// GetWithRoleCalls gets all the calls that were made to GetWithRole.
+// Check the length with:
+//
+//	len(mockedLocationRepo.GetWithRoleCalls())
+func (mock *LocationRepoMock) GetWithRoleCalls() []struct {
+	Ctx     context.Context
+	ID      int64
+	Subject string
+} {
+	var calls []struct {
+		Ctx     context.Context
+		ID      int64
+		Subject string
+	}
+	mock.lockGetWithRole.RLock()
+	calls = mock.calls.GetWithRole
+	mock.lockGetWithRole.RUnlock()
+	return calls
+}
+
 // ListByBusiness calls ListByBusinessFunc.
 func (mock *LocationRepoMock) ListByBusiness(ctx context.Context, businessID string) ([]Location, error) {
 	if mock.ListByBusinessFunc == nil {
@@ -686,6 +814,46 @@ func (mock *LocationRepoMock) ListByBusinessCalls() []struct {
 	mock.lockListByBusiness.RLock()
 	calls = mock.calls.ListByBusiness
 	mock.lockListByBusiness.RUnlock()
+	return calls
+}
+
+// ListByBusinessForMember calls ListByBusinessForMemberFunc.
+func (mock *LocationRepoMock) ListByBusinessForMember(ctx context.Context, businessID string, subject string) ([]Location, bool, error) {
+	if mock.ListByBusinessForMemberFunc == nil {
+		panic("LocationRepoMock.ListByBusinessForMemberFunc: method is nil but LocationRepo.ListByBusinessForMember was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+		Subject:    subject,
+	}
+	mock.lockListByBusinessForMember.Lock()
+	mock.calls.ListByBusinessForMember = append(mock.calls.ListByBusinessForMember, callInfo)
+	mock.lockListByBusinessForMember.Unlock()
+	return mock.ListByBusinessForMemberFunc(ctx, businessID, subject)
+}
+
+// ListByBusinessForMemberCalls gets all the calls that were made to ListByBusinessForMember.
+// Check the length with:
+//
+//	len(mockedLocationRepo.ListByBusinessForMemberCalls())
+func (mock *LocationRepoMock) ListByBusinessForMemberCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+	Subject    string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+		Subject    string
+	}
+	mock.lockListByBusinessForMember.RLock()
+	calls = mock.calls.ListByBusinessForMember
+	mock.lockListByBusinessForMember.RUnlock()
 	return calls
 }
 
@@ -745,6 +913,9 @@ var _ ProviderRepo = &ProviderRepoMock{}
 //			ListByLocationFunc: func(ctx context.Context, locationID int64) ([]Provider, error) {
 //				panic("mock out the ListByLocation method")
 //			},
+//			ListByLocationForMemberFunc: func(ctx context.Context, locationID int64, subject string) ([]Provider, bool, error) {
+//				panic("mock out the ListByLocationForMember method")
+//			},
 //		}
 //
 //		// use mockedProviderRepo in code that requires ProviderRepo
@@ -757,6 +928,9 @@ type ProviderRepoMock struct {
 
 	// ListByLocationFunc mocks the ListByLocation method.
 	ListByLocationFunc func(ctx context.Context, locationID int64) ([]Provider, error)
+
+	// ListByLocationForMemberFunc mocks the ListByLocationForMember method.
+	ListByLocationForMemberFunc func(ctx context.Context, locationID int64, subject string) ([]Provider, bool, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -776,9 +950,19 @@ type ProviderRepoMock struct {
 			// LocationID is the locationID argument value.
 			LocationID int64
 		}
+		// ListByLocationForMember holds details about calls to the ListByLocationForMember method.
+		ListByLocationForMember []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// LocationID is the locationID argument value.
+			LocationID int64
+			// Subject is the subject argument value.
+			Subject string
+		}
 	}
-	lockCreate         sync.RWMutex
-	lockListByLocation sync.RWMutex
+	lockCreate                  sync.RWMutex
+	lockListByLocation          sync.RWMutex
+	lockListByLocationForMember sync.RWMutex
 }
 
 // Create calls CreateFunc.
@@ -857,6 +1041,46 @@ func (mock *ProviderRepoMock) ListByLocationCalls() []struct {
 	return calls
 }
 
+// ListByLocationForMember calls ListByLocationForMemberFunc.
+func (mock *ProviderRepoMock) ListByLocationForMember(ctx context.Context, locationID int64, subject string) ([]Provider, bool, error) {
+	if mock.ListByLocationForMemberFunc == nil {
+		panic("ProviderRepoMock.ListByLocationForMemberFunc: method is nil but ProviderRepo.ListByLocationForMember was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		LocationID int64
+		Subject    string
+	}{
+		Ctx:        ctx,
+		LocationID: locationID,
+		Subject:    subject,
+	}
+	mock.lockListByLocationForMember.Lock()
+	mock.calls.ListByLocationForMember = append(mock.calls.ListByLocationForMember, callInfo)
+	mock.lockListByLocationForMember.Unlock()
+	return mock.ListByLocationForMemberFunc(ctx, locationID, subject)
+}
+
+// ListByLocationForMemberCalls gets all the calls that were made to ListByLocationForMember.
+// Check the length with:
+//
+//	len(mockedProviderRepo.ListByLocationForMemberCalls())
+func (mock *ProviderRepoMock) ListByLocationForMemberCalls() []struct {
+	Ctx        context.Context
+	LocationID int64
+	Subject    string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		LocationID int64
+		Subject    string
+	}
+	mock.lockListByLocationForMember.RLock()
+	calls = mock.calls.ListByLocationForMember
+	mock.lockListByLocationForMember.RUnlock()
+	return calls
+}
+
 // Ensure, that HoursRepoMock does implement HoursRepo.
 // If this is not the case, regenerate this file with moq.
 var _ HoursRepo = &HoursRepoMock{}
@@ -879,6 +1103,9 @@ var _ HoursRepo = &HoursRepoMock{}
 //			ListFunc: func(ctx context.Context, locationID int64) ([]Hours, error) {
 //				panic("mock out the List method")
 //			},
+//			ListForMemberFunc: func(ctx context.Context, locationID int64, subject string) ([]Hours, bool, error) {
+//				panic("mock out the ListForMember method")
+//			},
 //			UpdateFunc: func(ctx context.Context, h Hours) (Hours, error) {
 //				panic("mock out the Update method")
 //			},
@@ -900,6 +1127,9 @@ type HoursRepoMock struct {
 
 	// ListFunc mocks the List method.
 	ListFunc func(ctx context.Context, locationID int64) ([]Hours, error)
+
+	// ListForMemberFunc mocks the ListForMember method.
+	ListForMemberFunc func(ctx context.Context, locationID int64, subject string) ([]Hours, bool, error)
 
 	// UpdateFunc mocks the Update method.
 	UpdateFunc func(ctx context.Context, h Hours) (Hours, error)
@@ -936,6 +1166,15 @@ type HoursRepoMock struct {
 			// LocationID is the locationID argument value.
 			LocationID int64
 		}
+		// ListForMember holds details about calls to the ListForMember method.
+		ListForMember []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// LocationID is the locationID argument value.
+			LocationID int64
+			// Subject is the subject argument value.
+			Subject string
+		}
 		// Update holds details about calls to the Update method.
 		Update []struct {
 			// Ctx is the ctx argument value.
@@ -944,11 +1183,12 @@ type HoursRepoMock struct {
 			H Hours
 		}
 	}
-	lockAdd    sync.RWMutex
-	lockDelete sync.RWMutex
-	lockGet    sync.RWMutex
-	lockList   sync.RWMutex
-	lockUpdate sync.RWMutex
+	lockAdd           sync.RWMutex
+	lockDelete        sync.RWMutex
+	lockGet           sync.RWMutex
+	lockList          sync.RWMutex
+	lockListForMember sync.RWMutex
+	lockUpdate        sync.RWMutex
 }
 
 // Add calls AddFunc.
@@ -1096,6 +1336,46 @@ func (mock *HoursRepoMock) ListCalls() []struct {
 	mock.lockList.RLock()
 	calls = mock.calls.List
 	mock.lockList.RUnlock()
+	return calls
+}
+
+// ListForMember calls ListForMemberFunc.
+func (mock *HoursRepoMock) ListForMember(ctx context.Context, locationID int64, subject string) ([]Hours, bool, error) {
+	if mock.ListForMemberFunc == nil {
+		panic("HoursRepoMock.ListForMemberFunc: method is nil but HoursRepo.ListForMember was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		LocationID int64
+		Subject    string
+	}{
+		Ctx:        ctx,
+		LocationID: locationID,
+		Subject:    subject,
+	}
+	mock.lockListForMember.Lock()
+	mock.calls.ListForMember = append(mock.calls.ListForMember, callInfo)
+	mock.lockListForMember.Unlock()
+	return mock.ListForMemberFunc(ctx, locationID, subject)
+}
+
+// ListForMemberCalls gets all the calls that were made to ListForMember.
+// Check the length with:
+//
+//	len(mockedHoursRepo.ListForMemberCalls())
+func (mock *HoursRepoMock) ListForMemberCalls() []struct {
+	Ctx        context.Context
+	LocationID int64
+	Subject    string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		LocationID int64
+		Subject    string
+	}
+	mock.lockListForMember.RLock()
+	calls = mock.calls.ListForMember
+	mock.lockListForMember.RUnlock()
 	return calls
 }
 

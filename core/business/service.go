@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -32,28 +31,44 @@ func NewService(businesses BusinessRepo, members MemberRepo, locations LocationR
 	return &Service{businesses: businesses, members: members, locations: locations, providers: providers, hours: hours, logos: logos, tx: tx}
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+// isUUID reports whether s is a UUID in its 8-4-4-4-12 hexadecimal form,
+// in either letter case (a regular expression cost a microsecond a read).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // ErrInvalidBusinessID is a business id that is not a UUID.
 var ErrInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_id", Message: "The business id must be a UUID"}
 
-// member loads business id and the caller's role in it; a caller who is
-// not a member is told the business does not exist.
+// member loads business id and the caller's role in it, in one round trip;
+// a caller who is not a member is told the business does not exist.
 func (s *Service) member(ctx context.Context, id string) (Business, core.Role, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
 		return Business{}, "", core.ErrUnauthenticated
 	}
-	if !uuidPattern.MatchString(id) {
+	if !isUUID(id) {
 		return Business{}, "", ErrInvalidBusinessID
 	}
-	b, err := s.businesses.Get(ctx, strings.ToLower(id))
+	b, role, err := s.businesses.GetWithRole(ctx, strings.ToLower(id), actor.Subject)
 	if err != nil {
 		return Business{}, "", err
-	}
-	role, err := s.members.Role(ctx, b.ID, actor.Subject)
-	if err != nil {
-		return Business{}, "", fmt.Errorf("role in business %s: %w", b.ID, err)
 	}
 	if role == "" {
 		return Business{}, "", ErrBusinessNotFound
@@ -73,8 +88,9 @@ func (s *Service) managed(ctx context.Context, id string) (Business, error) {
 	return b, nil
 }
 
-// memberLocation loads location id and the caller's role in its business;
-// a caller who is not a member is told the location does not exist.
+// memberLocation loads location id and the caller's role in its business,
+// in one round trip; a caller who is not a member is told the location
+// does not exist.
 func (s *Service) memberLocation(ctx context.Context, id int64) (Location, core.Role, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
@@ -83,13 +99,9 @@ func (s *Service) memberLocation(ctx context.Context, id int64) (Location, core.
 	if id <= 0 {
 		return Location{}, "", ErrLocationNotFound
 	}
-	l, err := s.locations.Get(ctx, id)
+	l, role, err := s.locations.GetWithRole(ctx, id, actor.Subject)
 	if err != nil {
 		return Location{}, "", err
-	}
-	role, err := s.members.Role(ctx, l.BusinessID, actor.Subject)
-	if err != nil {
-		return Location{}, "", fmt.Errorf("role in business %s: %w", l.BusinessID, err)
 	}
 	if role == "" {
 		return Location{}, "", ErrLocationNotFound
@@ -142,13 +154,24 @@ func (s *Service) EditBusiness(ctx context.Context, id string, e BusinessEdit) (
 	return stored, nil
 }
 
-// Locations returns the locations of business id.
+// Locations returns the locations of business id, with the membership
+// check in the same round trip.
 func (s *Service) Locations(ctx context.Context, businessID string) ([]Location, error) {
-	b, _, err := s.member(ctx, businessID)
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return nil, core.ErrUnauthenticated
+	}
+	if !isUUID(businessID) {
+		return nil, ErrInvalidBusinessID
+	}
+	ls, member, err := s.locations.ListByBusinessForMember(ctx, strings.ToLower(businessID), actor.Subject)
 	if err != nil {
 		return nil, err
 	}
-	return s.locations.ListByBusiness(ctx, b.ID)
+	if !member {
+		return nil, ErrBusinessNotFound
+	}
+	return ls, nil
 }
 
 // CreateLocation adds a location, with an optional logo, to business id.
@@ -253,20 +276,37 @@ func (s *Service) removeLogo(ctx context.Context, id int64) {
 	_ = s.logos.Remove(ctx, id) // see above; cores do not log
 }
 
-// Providers returns the providers affiliated with location id.
+// Providers returns the providers affiliated with location id, with the
+// membership check in the same round trip.
 func (s *Service) Providers(ctx context.Context, locationID int64) ([]Provider, error) {
-	if _, _, err := s.memberLocation(ctx, locationID); err != nil {
-		return nil, err
-	}
-	return s.providers.ListByLocation(ctx, locationID)
+	return memberList(ctx, locationID, s.providers.ListByLocationForMember)
 }
 
-// Hours returns the operating hours of location id, Monday first.
+// Hours returns the operating hours of location id, Monday first, with the
+// membership check in the same round trip.
 func (s *Service) Hours(ctx context.Context, locationID int64) ([]Hours, error) {
-	if _, _, err := s.memberLocation(ctx, locationID); err != nil {
+	return memberList(ctx, locationID, s.hours.ListForMember)
+}
+
+// memberList reads a list of location id with list when the caller is a
+// member of the location's business; a caller who is not a member is told
+// the location does not exist.
+func memberList[T any](ctx context.Context, id int64, list func(context.Context, int64, string) ([]T, bool, error)) ([]T, error) {
+	actor, ok := core.ActorFrom(ctx)
+	if !ok {
+		return nil, core.ErrUnauthenticated
+	}
+	if id <= 0 {
+		return nil, ErrLocationNotFound
+	}
+	out, member, err := list(ctx, id, actor.Subject)
+	if err != nil {
 		return nil, err
 	}
-	return s.hours.List(ctx, locationID)
+	if !member {
+		return nil, ErrLocationNotFound
+	}
+	return out, nil
 }
 
 // AddHours adds entries to location id: all of them or none. A day given
