@@ -522,30 +522,48 @@ func TestIntegrationAuditTrail_ListFilters(t *testing.T) {
 	}
 }
 
-// go test -run '^$' -bench AuditRecord ./adapters/postgres: events/s with 64
-// concurrent callers of one AuditLog.
+// go test -run '^$' -bench AuditRecord ./adapters/postgres: events/s with 32
+// and 64 concurrent callers of one AuditLog, the events per transaction, and
+// the WAL fsyncs per event (pg_stat_wal's wal_sync over the run: the whole
+// server's, so other databases' commits count too).
 func BenchmarkAuditRecord(b *testing.B) {
-	db := pgtest.Store(b)
-	l, err := db.AuditLog(postgres.AuditConfig{})
-	if err != nil {
+	for _, callers := range []int{32, 64} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			db := pgtest.Store(b)
+			l, err := db.AuditLog(postgres.AuditConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			go l.Run()
+			defer l.Close()
+			syncs := walSyncs(b, db)
+			var i atomic.Int64
+			b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := l.Record(context.Background(), auditEvent(int(i.Add(1)))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			s := l.Stats()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(s.Events)/float64(max(1, s.Batches)), "events/tx")
+			b.ReportMetric(float64(walSyncs(b, db)-syncs)/float64(max(1, s.Events)), "fsyncs/event")
+		})
+	}
+}
+
+// walSyncs is the server's count of WAL fsyncs so far (pg_stat_wal).
+func walSyncs(b *testing.B, db *postgres.Store) int64 {
+	var n int64
+	if err := db.Pool().QueryRow(context.Background(), `SELECT wal_sync FROM pg_stat_wal`).Scan(&n); err != nil {
 		b.Fatal(err)
 	}
-	go l.Run()
-	defer l.Close()
-	var i atomic.Int64
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := l.Record(context.Background(), auditEvent(int(i.Add(1)))); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-	s := l.Stats()
-	b.ReportMetric(float64(s.Events)/float64(max(1, s.Batches)), "events/tx")
+	return n
 }
 
 // refuseAction makes the database refuse every audit event of action, as
