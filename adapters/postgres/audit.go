@@ -204,7 +204,7 @@ func storableText(s string) string {
 // batch with synchronous_commit off, which frees the head's lock at once,
 // and answering its callers after a flush sent behind it in the same round
 // trip (a setval, whose commit waits for the WAL past the batch's) was
-// tried too, commit 344c334: durable, and 1.8 times the events/s at 32
+// tried too: durable, and 1.8 times the events/s at 32
 // callers when a WAL flush takes 2 ms, but 8% fewer with the 0.2–0.3 ms
 // flushes of this machine, and cached search at 32 connections fell from
 // 0.45 to 0.39 of the no-op writer's rate: the extra transaction costs

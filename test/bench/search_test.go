@@ -253,6 +253,16 @@ func (e *world) compareAudit(body string) bool {
 	fmt.Printf("  floor, serial over pgx from the same client: a bare durable one-row INSERT (its own commit) p50 %s p99 %s;\n"+
 		"  a SELECT 1 round trip p50 %s p99 %s (a durable commit is the least any audited request adds)\n",
 		insert.pct(50), insert.pct(99), select1.pct(50), select1.pct(99))
+	// The ceilings: an audited request waits for at least one durable
+	// commit, so its serial p50 cannot be below off's plus the bare
+	// INSERT's, and with auditClients connections in a closed loop
+	// (Little's law: rate = clients / latency) the rate cannot pass
+	// clients / (off's latency + that commit).
+	commit := insert.pct(50)
+	offLatency := time.Duration(float64(auditClients) / rate(sides[1]) * float64(time.Second))
+	fmt.Printf("  ceilings from that floor: p50 with - without >= %s (the commit); throughput ratio at %d connections <= %s / (%s + %s) = %.2f\n",
+		commit, auditClients, offLatency.Round(time.Microsecond), offLatency.Round(time.Microsecond), commit,
+		float64(offLatency)/float64(offLatency+commit))
 	e.b.ReportMetric(ratio, "audit-rate-ratio")
 	e.b.ReportMetric(float64(delta.Microseconds())/1000, "audit-p50-extra-ms")
 	e.b.ReportMetric(float64(on.pct(99).Microseconds())/1000, "audit-serial-p99-ms")
