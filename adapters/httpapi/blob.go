@@ -79,8 +79,10 @@ var (
 )
 
 // copyBufferSize is the buffer of uploads and downloads: large transfers in
-// few system calls.
-const copyBufferSize = 256 << 10
+// few system calls. 1 MiB (not 256 KiB) took plain downloads from 0.87 to
+// 0.96 of a minimal relay's rate and halved their reads and writes per MiB;
+// a transfer holds one, from a pool.
+const copyBufferSize = 1 << 20
 
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
 
