@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -181,6 +182,11 @@ func (e *world) compareAudit(body string) bool {
 		serial []time.Duration
 		rates  []float64
 		errors int
+		// CPU seconds of the whole machine (service, PostgreSQL, wrk)
+		// during the wrk runs, their requests and wall time
+		busy, service, postgres float64
+		requests                int
+		wall                    time.Duration
 	}
 	sides := []*side{{name: "with the audit trail", w: e}, {name: "audit writer a no-op", w: plain}}
 	for round := range auditRounds {
@@ -192,10 +198,16 @@ func (e *world) compareAudit(body string) bool {
 				}
 				return nil
 			})
+			busy0, svc0, pg0 := machineBusy(), procCPU(sd.w.server.Process.Pid), postgresCPU()
 			sat, err := sd.w.wrkPost("/api/v1/search", body, auditClients, auditDuration)
 			if err != nil {
 				e.b.Fatalf("wrk: %v", err)
 			}
+			sd.busy += machineBusy() - busy0
+			sd.service += procCPU(sd.w.server.Process.Pid) - svc0
+			sd.postgres += postgresCPU() - pg0
+			sd.requests += sat.wrk.requests
+			sd.wall += sat.elapsed
 			sd.serial = append(sd.serial, serial.latencies...)
 			sd.rates = append(sd.rates, sat.rate())
 			sd.errors += sat.errors + serial.errors
@@ -263,6 +275,18 @@ func (e *world) compareAudit(body string) bool {
 	fmt.Printf("  ceilings from that floor: p50 with - without >= %s (the commit); throughput ratio at %d connections <= %s / (%s + %s) = %.2f\n",
 		commit, auditClients, offLatency.Round(time.Microsecond), offLatency.Round(time.Microsecond), commit,
 		float64(offLatency)/float64(offLatency+commit))
+	// At auditClients connections the cores are busy on both sides: the
+	// rate is then bounded by the CPU a request costs the machine.
+	cpuPer := func(sd *side) time.Duration {
+		return time.Duration(sd.busy / float64(sd.requests) * float64(time.Second))
+	}
+	cores := func(sd *side) float64 { return sd.busy / sd.wall.Seconds() }
+	us := func(sec float64, sd *side) float64 { return sec / float64(sd.requests) * 1e6 }
+	fmt.Printf("  CPU a request costs the machine at %d connections: with %s (service %.0fµs, PostgreSQL %.0fµs), without %s (service %.0fµs, PostgreSQL %.0fµs);\n"+
+		"  cores busy %.2f / %.2f; so the CPU bound of the throughput ratio is %.2f\n",
+		auditClients, cpuPer(sides[0]), us(sides[0].service, sides[0]), us(sides[0].postgres, sides[0]),
+		cpuPer(sides[1]), us(sides[1].service, sides[1]), us(sides[1].postgres, sides[1]),
+		cores(sides[0]), cores(sides[1]), float64(cpuPer(sides[1]))/float64(cpuPer(sides[0])))
 	e.b.ReportMetric(ratio, "audit-rate-ratio")
 	e.b.ReportMetric(float64(delta.Microseconds())/1000, "audit-p50-extra-ms")
 	e.b.ReportMetric(float64(on.pct(99).Microseconds())/1000, "audit-serial-p99-ms")
@@ -456,4 +480,23 @@ func pgxQueryInt(dbURL, sql string, out *int64) error {
 	}
 	defer conn.Close(ctx)
 	return conn.QueryRow(ctx, sql).Scan(out)
+}
+
+// machineBusy is the CPU seconds all cores of the machine have spent
+// outside idle and iowait since boot (/proc/stat).
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal guest guest_nice
+	var busy float64
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq (guest is in user)
+		if i < len(f) {
+			n, _ := strconv.ParseFloat(f[i], 64)
+			busy += n
+		}
+	}
+	return busy / clockTick
 }
