@@ -13,3 +13,19 @@ func TestNewUUID_IsAFreshVersion4UUID(t *testing.T) {
 		t.Errorf("uuids %s %s", a, b)
 	}
 }
+
+func TestIsUUID(t *testing.T) {
+	for s, want := range map[string]bool{
+		NewUUID():                               true,
+		"6F1C2A3E-0000-4000-8000-00000000ABCD":  true,
+		"6f1c2a3e-0000-4000-8000-00000000abc":   false, // short
+		"6f1c2a3e-0000-4000-8000-00000000abcde": false, // long
+		"6f1c2a3e00000-4000-8000-00000000abcd":  false, // dash misplaced
+		"6f1c2a3e-0000-4000-8000-00000000abcg":  false, // not hex
+		"":                                      false,
+	} {
+		if got := IsUUID(s); got != want {
+			t.Errorf("IsUUID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

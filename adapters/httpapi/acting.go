@@ -21,7 +21,7 @@ var errInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_bu
 func (s *Server) acting(use ehr.Use, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		requested := r.Header.Get(headerBusiness)
-		if requested != "" && !isUUID(requested) {
+		if requested != "" && !core.IsUUID(requested) {
 			s.writeError(w, r, errInvalidBusinessID)
 			return
 		}
@@ -37,24 +37,4 @@ func (s *Server) acting(use ehr.Use, next http.HandlerFunc) http.HandlerFunc {
 		auditBusiness(ctx, id)
 		next(w, r.WithContext(ctx))
 	}
-}
-
-// isUUID reports whether s is a UUID in its 36-character text form.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range []byte(s) {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }

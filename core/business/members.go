@@ -105,7 +105,7 @@ func caller(ctx context.Context, businessID string) (core.Actor, string, error) 
 	if !ok {
 		return core.Actor{}, "", core.ErrUnauthenticated
 	}
-	if !isUUID(businessID) {
+	if !core.IsUUID(businessID) {
 		return core.Actor{}, "", ErrInvalidBusinessID
 	}
 	return actor, strings.ToLower(businessID), nil
@@ -231,7 +231,7 @@ func (s *Service) RemoveMember(ctx context.Context, businessID, subject string) 
 // CreateMember makes subject a member of business id with role (admin
 // CLI: no caller, no role rule).
 func (s *Service) CreateMember(ctx context.Context, businessID, subject string, role core.Role) (Member, error) {
-	if !isUUID(businessID) {
+	if !core.IsUUID(businessID) {
 		return Member{}, ErrInvalidBusinessID
 	}
 	m := Member{BusinessID: strings.ToLower(businessID), Subject: strings.TrimSpace(subject), Role: role}

@@ -31,28 +31,6 @@ func NewService(businesses BusinessRepo, members MemberRepo, locations LocationR
 	return &Service{businesses: businesses, members: members, locations: locations, providers: providers, hours: hours, logos: logos, tx: tx}
 }
 
-// isUUID reports whether s is a UUID in its 8-4-4-4-12 hexadecimal form,
-// in either letter case (a regular expression cost a microsecond a read).
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // ErrInvalidBusinessID is a business id that is not a UUID.
 var ErrInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_id", Message: "The business id must be a UUID"}
 
@@ -63,7 +41,7 @@ func (s *Service) member(ctx context.Context, id string) (Business, core.Role, e
 	if !ok {
 		return Business{}, "", core.ErrUnauthenticated
 	}
-	if !isUUID(id) {
+	if !core.IsUUID(id) {
 		return Business{}, "", ErrInvalidBusinessID
 	}
 	b, role, err := s.businesses.GetWithRole(ctx, strings.ToLower(id), actor.Subject)
@@ -161,7 +139,7 @@ func (s *Service) Locations(ctx context.Context, businessID string) ([]Location,
 	if !ok {
 		return nil, core.ErrUnauthenticated
 	}
-	if !isUUID(businessID) {
+	if !core.IsUUID(businessID) {
 		return nil, ErrInvalidBusinessID
 	}
 	ls, member, err := s.locations.ListByBusinessForMember(ctx, strings.ToLower(businessID), actor.Subject)

@@ -15,8 +15,8 @@ const maxSignatureLen = 200
 
 // scanning is the malware scan of one upload as the upload sees it: a
 // writer that keeps the scanner's first failure, so that a failed upload
-// can tell it from the client's and the store's. Without a scanner it
-// only discards.
+// can tell it from the client's and the store's. Without a scanner
+// (scan nil) it is left out of the upload's pass (alongside, endOnEOF).
 type scanning struct {
 	scan Scan // nil: no scanner
 	err  error
@@ -43,9 +43,6 @@ func (s *Service) startScan(ctx context.Context) (*scanning, error) {
 }
 
 func (sc *scanning) Write(p []byte) (int, error) {
-	if sc.scan == nil {
-		return len(p), nil
-	}
 	if sc.err != nil {
 		return 0, sc.err
 	}
@@ -55,6 +52,15 @@ func (sc *scanning) Write(p []byte) (int, error) {
 		return n, sc.err
 	}
 	return n, nil
+}
+
+// alongside returns a writer that gives what it is given to w and to the
+// scanner (w alone without one).
+func (sc *scanning) alongside(w io.Writer) io.Writer {
+	if sc.scan == nil {
+		return w
+	}
+	return io.MultiWriter(w, sc)
 }
 
 // endOnEOF returns r, which asks for the verdict when it reaches its end

@@ -109,7 +109,7 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 	// plaintext as it is read, before it is encrypted and stored.
 	exact := &exactReader{r: body, remaining: in.FileSize}
 	digest := sha256.New()
-	var src io.Reader = scan.endOnEOF(io.TeeReader(exact, io.MultiWriter(digest, scan)))
+	var src io.Reader = scan.endOnEOF(io.TeeReader(exact, scan.alongside(digest)))
 	size := in.FileSize
 	if in.Encrypted {
 		src, err = s.encrypt(&b, src)

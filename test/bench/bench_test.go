@@ -266,16 +266,23 @@ func (e *world) withoutAudit() *world {
 		e.b.Fatal(err)
 	}
 	bin := e.build(map[string]string{filepath.Join(filepath.Dir(strings.TrimSpace(string(gomod))), "app", "audit.go"): noop}, dir)
+	env := e.envOnFreePort()
+	o := *e
+	o.bin, o.env = bin, env
+	o.server, o.base = e.serve(bin, env, "server-noaudit.log")
+	return &o
+}
+
+// envOnFreePort is e's environment with HTTP_ADDR on a free port, and
+// extra added: a second service beside e's.
+func (e *world) envOnFreePort(extra ...string) []string {
 	env := slices.Clone(e.env)
 	for i, kv := range env {
 		if strings.HasPrefix(kv, "HTTP_ADDR=") {
 			env[i] = "HTTP_ADDR=" + freeAddr(e.b)
 		}
 	}
-	o := *e
-	o.bin, o.env = bin, env
-	o.server, o.base = e.serve(bin, env, "server-noaudit.log")
-	return &o
+	return append(env, extra...)
 }
 
 // build compiles cmd/carebridge into dir (the temporary directory when

@@ -82,13 +82,7 @@ func BenchmarkScan(b *testing.B) {
 // d, and returns a world whose calls go to it.
 func (e *world) withScanner(d *clamdtest.Daemon) *world {
 	e.b.Helper()
-	env := slices.Clone(e.env)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "HTTP_ADDR=") {
-			env[i] = "HTTP_ADDR=" + freeAddr(e.b)
-		}
-	}
-	env = append(env, "CLAMD_ADDRESS="+d.Address())
+	env := e.envOnFreePort("CLAMD_ADDRESS=" + d.Address())
 	o := *e
 	o.env = env
 	o.server, o.base = e.serve(e.bin, env, "server-scan.log")
