@@ -40,6 +40,7 @@ type (
 		Family string   `json:"family,omitempty"`
 		Given  []string `json:"given"`
 		Text   string   `json:"text,omitempty"`
+		Suffix []string `json:"suffix,omitempty"`
 	}
 	cacheIdentifier struct {
 		System string `json:"system,omitempty"`

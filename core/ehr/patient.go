@@ -25,6 +25,7 @@ type HumanName struct {
 	Family string
 	Given  []string
 	Text   string
+	Suffix []string // Jr, Sr, III, MD, …: what the EHR keeps apart (FHIR name.suffix)
 }
 
 // Identifier is a business identifier of a patient; Type "MR" marks a
@@ -69,4 +70,34 @@ type Person struct {
 	Telecom     []ContactPoint
 	Address     []Address
 	LastUpdated time.Time
+	// Match tells why the records of a person of several records are one
+	// (nil for a person of one record).
+	Match *Match
+	// PossibleMatches are the other people of the same answer who may be
+	// this one (probable, not merged); never nil.
+	PossibleMatches []PossibleMatch
 }
+
+// Match grades the merge of a person's records.
+type Match struct {
+	Grade   Grade
+	Score   float64  // 0 to 1: how likely the records are one person
+	Reasons []string // the agreeing evidence (Reason* names)
+}
+
+// PossibleMatch names another person of the same answer who is probably
+// the same one, with the evidence.
+type PossibleMatch struct {
+	PersonID string
+	Score    float64
+	Reasons  []string
+}
+
+// Grade is how a merge was decided.
+type Grade string
+
+// The grades of a merge.
+const (
+	Certain   Grade = "certain"   // the contract's certain rule
+	Confirmed Grade = "confirmed" // a member's link (decision same)
+)

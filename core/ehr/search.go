@@ -31,6 +31,13 @@ type Config struct {
 	// MaxPerSystem is how many records are asked of each EHR for one
 	// request; every page of a request is cut from the same merged list.
 	MaxPerSystem int
+	// Links reads the person links of the acting business; nil: no links.
+	Links LinkReader
+}
+
+// LinkReader reads the person links of a business (LinkStore has it).
+type LinkReader interface {
+	Links(ctx context.Context, business string) (*LinkSet, error)
 }
 
 // Search statuses.
