@@ -25,10 +25,12 @@ func TestDTO_PersonHasTheContractShape(t *testing.T) {
 	full := ehr.Person{
 		ID: "p1", Sources: []ehr.SourceRef{{Source: "clinic-a", PatientID: "123"}, {Source: "clinic-b", PatientID: "9"}},
 		Name: ehr.HumanName{Family: "Lopez", Given: []string{"Ana", "María"}, Text: "Ana María Lopez"}, BirthDate: "1980-02-01", Gender: "female",
-		Identifiers: []ehr.Identifier{{System: "urn:mrn", Value: "77", Type: "MR"}},
-		Telecom:     []ehr.ContactPoint{{System: "phone", Value: "555", Use: "mobile"}},
-		Address:     []ehr.Address{{Line: []string{"1 Main St"}, City: "Austin", State: "TX", PostalCode: "78701", Country: "US"}},
-		LastUpdated: time.Date(2024, 5, 1, 10, 0, 0, 0, time.FixedZone("x", 3600)),
+		Identifiers:     []ehr.Identifier{{System: "urn:mrn", Value: "77", Type: "MR"}},
+		Telecom:         []ehr.ContactPoint{{System: "phone", Value: "555", Use: "mobile"}},
+		Address:         []ehr.Address{{Line: []string{"1 Main St"}, City: "Austin", State: "TX", PostalCode: "78701", Country: "US"}},
+		LastUpdated:     time.Date(2024, 5, 1, 10, 0, 0, 0, time.FixedZone("x", 3600)),
+		Match:           &ehr.Match{Grade: ehr.Certain, Score: 0.999987654, Reasons: []string{"family", "given~", "birthDate", "phone"}},
+		PossibleMatches: []ehr.PossibleMatch{{PersonID: "p7", Score: 0.8, Reasons: []string{"family", "given", "birthDate"}}},
 	}
 	for _, c := range []struct {
 		name string
@@ -39,14 +41,17 @@ func TestDTO_PersonHasTheContractShape(t *testing.T) {
 			`"name":{"family":"Lopez","given":["Ana","María"],"text":"Ana María Lopez"},"birthDate":"1980-02-01","gender":"female",` +
 			`"identifiers":[{"system":"urn:mrn","value":"77","type":"MR"}],"telecom":[{"system":"phone","value":"555","use":"mobile"}],` +
 			`"address":[{"line":["1 Main St"],"city":"Austin","state":"TX","postalCode":"78701","country":"US"}],` +
-			`"recordType":"patient","lastUpdated":"2024-05-01T09:00:00Z"}`},
+			`"recordType":"patient","lastUpdated":"2024-05-01T09:00:00Z",` +
+			`"match":{"grade":"certain","score":1,"reasons":["family","given~","birthDate","phone"]},` +
+			`"possibleMatches":[{"personId":"p7","score":0.8,"reasons":["family","given","birthDate"]}]}`},
 		{"empty slices", ehr.Person{ID: "p2", Sources: []ehr.SourceRef{}, Name: ehr.HumanName{Given: []string{}},
 			Identifiers: []ehr.Identifier{}, Telecom: []ehr.ContactPoint{}, Address: []ehr.Address{{Line: []string{}}}},
 			`{"id":"p2","source":"","sources":[],"name":{"family":"","given":[],"text":""},"birthDate":null,"gender":null,` +
-				`"identifiers":[],"telecom":[],"address":[{"line":[],"city":"","state":"","postalCode":"","country":""}],"recordType":"patient","lastUpdated":null}`},
+				`"identifiers":[],"telecom":[],"address":[{"line":[],"city":"","state":"","postalCode":"","country":""}],"recordType":"patient","lastUpdated":null,"match":null,"possibleMatches":[]}`},
 		{"nil slices", ehr.Person{ID: "p3", Address: []ehr.Address{{}}},
 			`{"id":"p3","source":"","sources":null,"name":{"family":"","given":null,"text":""},"birthDate":null,"gender":null,` +
-				`"identifiers":null,"telecom":null,"address":[{"line":null,"city":"","state":"","postalCode":"","country":""}],"recordType":"patient","lastUpdated":null}`},
+				`"identifiers":null,"telecom":null,"address":[{"line":null,"city":"","state":"","postalCode":"","country":""}],"recordType":"patient","lastUpdated":null,` +
+				`"match":null,"possibleMatches":[]}`},
 	} {
 		if got := marshal(t, newPersonResponse(c.in)); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -110,6 +111,45 @@ type personResponse struct {
 	Address     []addressJSON    `json:"address"`
 	RecordType  string           `json:"recordType"`
 	LastUpdated *time.Time       `json:"lastUpdated"`
+	// Match is null for a person of one record.
+	Match           *matchJSON          `json:"match"`
+	PossibleMatches []possibleMatchJSON `json:"possibleMatches"`
+}
+
+// matchJSON tells why a person's records are one.
+type matchJSON struct {
+	Grade   string   `json:"grade"`
+	Score   float64  `json:"score"`
+	Reasons []string `json:"reasons"`
+}
+
+// possibleMatchJSON names another person of the answer who is probably
+// this one.
+type possibleMatchJSON struct {
+	PersonID string   `json:"personId"`
+	Score    float64  `json:"score"`
+	Reasons  []string `json:"reasons"`
+}
+
+func newMatch(m *ehr.Match) *matchJSON {
+	if m == nil {
+		return nil
+	}
+	return &matchJSON{Grade: string(m.Grade), Score: roundScore(m.Score), Reasons: nonNilStrings(m.Reasons)}
+}
+
+func newPossibleMatch(p ehr.PossibleMatch) possibleMatchJSON {
+	return possibleMatchJSON{PersonID: p.PersonID, Score: roundScore(p.Score), Reasons: nonNilStrings(p.Reasons)}
+}
+
+// roundScore keeps four decimals of a score: more would only show noise.
+func roundScore(f float64) float64 { return math.Round(f*1e4) / 1e4 }
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func newPersonResponse(p ehr.Person) personResponse {
@@ -118,6 +158,10 @@ func newPersonResponse(p ehr.Person) personResponse {
 		BirthDate: optional(p.BirthDate), Gender: optional(p.Gender),
 		Identifiers: convertAll(p.Identifiers, newIdentifier), Telecom: convertAll(p.Telecom, newTelecom),
 		Address: convertAll(p.Address, newAddress), RecordType: "patient", LastUpdated: optionalUTC(p.LastUpdated),
+		Match: newMatch(p.Match), PossibleMatches: convertAll(p.PossibleMatches, newPossibleMatch),
+	}
+	if r.PossibleMatches == nil {
+		r.PossibleMatches = []possibleMatchJSON{}
 	}
 	if len(p.Sources) > 0 {
 		r.Source = p.Sources[0].Source

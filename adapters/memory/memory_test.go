@@ -87,7 +87,7 @@ func TestCache_GetSetRoundTrip(t *testing.T) {
 	if err := c.Set(context.Background(), "empty", ehr.Answer{}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok, _ := c.Get(context.Background(), "empty"); !ok || v.People != nil || v.Sources != nil {
+	if v, ok, _ := c.Get(context.Background(), "empty"); !ok || v.Patients != nil || v.Sources != nil {
 		t.Fatalf("empty answer: %+v, %v", v, ok)
 	}
 }

@@ -7,23 +7,24 @@ import (
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-// The search cache's format: an ehr.Answer as it is sealed into Redis. The
-// records below are the only shape of it; the domain types carry no tags.
-// Any change of them must bump the core's cache key version (search:v3:,
-// ehr's cacheKeyPrefix), so that entries written in the old shape are never
+// The search cache's format: an ehr.Answer (what the EHR systems answered,
+// before matching) as it is sealed into Redis. The records below are the
+// only shape of it; the domain types carry no tags. Any change of them
+// must bump the core's cache key version (search:v4:, ehr's
+// cacheKeyPrefix), so that entries written in the old shape are never
 // read in the new one (they are left to expire). answer_test.go pins it.
 
 type (
 	cacheRecord struct {
-		People  []cachePerson `json:"people"`
-		Records []cacheItem   `json:"records"` // a record search's items
-		Sources []string      `json:"sources"`
+		Patients   []cachePatient   `json:"patients"`
+		RecordSets []cacheRecordSet `json:"recordSets"` // a record search's records, per system
+		Sources    []string         `json:"sources"`
 	}
-	// cachePerson keeps nil and empty slices apart (no omitempty on
+	// cachePatient keeps nil and empty slices apart (no omitempty on
 	// slices): a decoded answer equals the encoded one.
-	cachePerson struct {
+	cachePatient struct {
 		ID          string            `json:"id"`
-		Sources     []cacheSourceRef  `json:"sources"`
+		Source      string            `json:"source"`
 		Name        cacheName         `json:"name"`
 		BirthDate   string            `json:"birthDate,omitempty"`
 		Gender      string            `json:"gender,omitempty"`
@@ -32,15 +33,11 @@ type (
 		Address     []cacheAddress    `json:"address"`
 		LastUpdated time.Time         `json:"lastUpdated,omitzero"`
 	}
-	cacheSourceRef struct {
-		Source    string `json:"source"`
-		PatientID string `json:"patientId"`
-	}
 	cacheName struct {
 		Family string   `json:"family,omitempty"`
 		Given  []string `json:"given"`
 		Text   string   `json:"text,omitempty"`
-		Suffix []string `json:"suffix,omitempty"`
+		Suffix []string `json:"suffix"`
 	}
 	cacheIdentifier struct {
 		System string `json:"system,omitempty"`
@@ -61,26 +58,25 @@ type (
 	}
 )
 
-// A record search's items, as the people: nil and empty slices kept apart,
-// pointers (value, quantity, attachment, size) nil or not as they were.
+// A record search's records, per system, as the patients: nil and empty
+// slices kept apart, pointers (value, quantity, attachment, size) nil or
+// not as they were.
 type (
-	cacheItem struct {
-		ID          string              `json:"id"`
-		Type        ehr.ClinicalType    `json:"type"`
-		Sources     []cacheRecordSource `json:"sources"`
-		PersonID    string              `json:"personId,omitempty"`
-		Date        string              `json:"date,omitempty"`
-		Status      string              `json:"status,omitempty"`
-		Code        cacheCoding         `json:"code"`
-		Text        string              `json:"text,omitempty"`
-		Value       *cacheValue         `json:"value,omitempty"`
-		Attachment  *cacheAttachment    `json:"attachment,omitempty"`
-		LastUpdated time.Time           `json:"lastUpdated,omitzero"`
+	cacheRecordSet struct {
+		Source  string      `json:"source"`
+		Records []cacheItem `json:"records"`
 	}
-	cacheRecordSource struct {
-		Source    string `json:"source"`
-		RecordID  string `json:"recordId"`
-		PatientID string `json:"patientId"`
+	cacheItem struct {
+		Type        ehr.ClinicalType `json:"type"`
+		ID          string           `json:"id"`
+		PatientID   string           `json:"patientId"`
+		Date        string           `json:"date,omitempty"`
+		Status      string           `json:"status,omitempty"`
+		Code        cacheCoding      `json:"code"`
+		Text        string           `json:"text,omitempty"`
+		Value       *cacheValue      `json:"value,omitempty"`
+		Attachment  *cacheAttachment `json:"attachment,omitempty"`
+		LastUpdated time.Time        `json:"lastUpdated,omitzero"`
 	}
 	cacheCoding struct {
 		System  string `json:"system,omitempty"`
@@ -106,9 +102,9 @@ type (
 // encodeAnswer is c in the cache's format.
 func encodeAnswer(c ehr.Answer) ([]byte, error) {
 	return json.Marshal(cacheRecord{
-		People:  convertSlice(c.People, toCachePerson),
-		Records: convertSlice(c.Records, toCacheItem),
-		Sources: c.Sources,
+		Patients:   convertSlice(c.Patients, toCachePatient),
+		RecordSets: convertSlice(c.RecordSets, toCacheRecordSet),
+		Sources:    c.Sources,
 	})
 }
 
@@ -118,13 +114,13 @@ func decodeAnswer(raw []byte) (ehr.Answer, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return ehr.Answer{}, err
 	}
-	return ehr.Answer{People: convertSlice(r.People, fromCachePerson), Records: convertSlice(r.Records, fromCacheItem), Sources: r.Sources}, nil
+	return ehr.Answer{Patients: convertSlice(r.Patients, fromCachePatient), RecordSets: convertSlice(r.RecordSets, fromCacheRecordSet), Sources: r.Sources}, nil
 }
 
-func toCachePerson(p ehr.Person) cachePerson {
-	return cachePerson{
+func toCachePatient(p ehr.Patient) cachePatient {
+	return cachePatient{
 		ID:          p.ID,
-		Sources:     convertSlice(p.Sources, func(s ehr.SourceRef) cacheSourceRef { return cacheSourceRef(s) }),
+		Source:      p.Source,
 		Name:        cacheName(p.Name),
 		BirthDate:   p.BirthDate,
 		Gender:      p.Gender,
@@ -135,10 +131,10 @@ func toCachePerson(p ehr.Person) cachePerson {
 	}
 }
 
-func fromCachePerson(p cachePerson) ehr.Person {
-	return ehr.Person{
+func fromCachePatient(p cachePatient) ehr.Patient {
+	return ehr.Patient{
 		ID:          p.ID,
-		Sources:     convertSlice(p.Sources, func(s cacheSourceRef) ehr.SourceRef { return ehr.SourceRef(s) }),
+		Source:      p.Source,
 		Name:        ehr.HumanName(p.Name),
 		BirthDate:   p.BirthDate,
 		Gender:      p.Gender,
@@ -149,34 +145,40 @@ func fromCachePerson(p cachePerson) ehr.Person {
 	}
 }
 
-func toCacheItem(it ehr.RecordItem) cacheItem {
+func toCacheRecordSet(s ehr.SourceRecords) cacheRecordSet {
+	return cacheRecordSet{Source: s.Source, Records: convertSlice(s.Records, toCacheItem)}
+}
+
+func fromCacheRecordSet(s cacheRecordSet) ehr.SourceRecords {
+	return ehr.SourceRecords{Source: s.Source, Records: convertSlice(s.Records, fromCacheItem)}
+}
+
+func toCacheItem(r ehr.Record) cacheItem {
 	c := cacheItem{
-		ID: it.ID, Type: it.Type, PersonID: it.PersonID, Date: it.Date, Status: it.Status,
-		Sources: convertSlice(it.Sources, func(s ehr.RecordSource) cacheRecordSource { return cacheRecordSource(s) }),
-		Code:    cacheCoding(it.Code), Text: it.Text, LastUpdated: it.LastUpdated,
+		Type: r.Type, ID: r.ID, PatientID: r.PatientID, Date: r.Date, Status: r.Status,
+		Code: cacheCoding(r.Code), Text: r.Text, LastUpdated: r.LastUpdated,
 	}
-	if v := it.Value; v != nil {
+	if v := r.Value; v != nil {
 		c.Value = &cacheValue{Quantity: (*cacheQuantity)(v.Quantity), String: v.String}
 	}
-	if a := it.Attachment; a != nil {
+	if a := r.Attachment; a != nil {
 		c.Attachment = &cacheAttachment{ContentType: a.ContentType, Title: a.Title, Size: a.Size}
 	}
 	return c
 }
 
-func fromCacheItem(c cacheItem) ehr.RecordItem {
-	it := ehr.RecordItem{
-		ID: c.ID, Type: c.Type, PersonID: c.PersonID, Date: c.Date, Status: c.Status,
-		Sources: convertSlice(c.Sources, func(s cacheRecordSource) ehr.RecordSource { return ehr.RecordSource(s) }),
-		Code:    ehr.Coding(c.Code), Text: c.Text, LastUpdated: c.LastUpdated,
+func fromCacheItem(c cacheItem) ehr.Record {
+	r := ehr.Record{
+		Type: c.Type, ID: c.ID, PatientID: c.PatientID, Date: c.Date, Status: c.Status,
+		Code: ehr.Coding(c.Code), Text: c.Text, LastUpdated: c.LastUpdated,
 	}
 	if v := c.Value; v != nil {
-		it.Value = &ehr.RecordValue{Quantity: (*ehr.Quantity)(v.Quantity), String: v.String}
+		r.Value = &ehr.RecordValue{Quantity: (*ehr.Quantity)(v.Quantity), String: v.String}
 	}
 	if a := c.Attachment; a != nil {
-		it.Attachment = &ehr.Attachment{ContentType: a.ContentType, Title: a.Title, Size: a.Size}
+		r.Attachment = &ehr.Attachment{ContentType: a.ContentType, Title: a.Title, Size: a.Size}
 	}
-	return it
+	return r
 }
 
 // convertSlice converts every element of in; nil stays nil and empty

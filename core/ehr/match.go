@@ -1,8 +1,363 @@
 package ehr
 
-// MatchPeople groups the records of the same person, from one EHR or several,
-// into people: by a member's links, then by the contract's certain rule;
-// probable pairs stay apart and name each other in PossibleMatches.
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+)
+
+// MatchPeople groups the records of one answer, from one EHR or several,
+// into people, and returns them sorted by family name, given name, birth
+// date and id (the contract's "Who is the same person").
+//
+// Records are one person only when a member said so (a link of decision
+// same) or when the certain rule holds and nothing keeps them apart. The
+// links are applied first, newest first, so that when two disagree the
+// newer wins: a same link joins two people unless a newer different link
+// keeps them apart; a different link keeps two people apart unless newer
+// same links already joined them. Then the certain pairs, strongest first,
+// join two people unless a link keeps them apart or some record of one
+// and some record of the other are vetoed (a record that lacks a birth
+// date must not join two people whose birth dates differ).
+//
+// A person of several records carries Match: confirmed when a link joined
+// some of them (score 1, reasons "link" then those of the certain pairs),
+// else certain (the score of its weakest pair, the reasons of its pairs).
+// Two people not merged of which some records are a probable pair, or a
+// certain pair kept apart by a veto, list each other in PossibleMatches
+// (with the score and reasons of their strongest pair) unless a different
+// link is between them.
+//
+// A person's id is a hash of its records' sources and patient ids, so it
+// is the same for the same records, in whatever order they come.
 func MatchPeople(records []Patient, links *LinkSet) []Person {
-	return Merge(records) // TODO: being written
+	m := newMatcher(records)
+	m.applyLinks(links)
+	pairs := m.candidates()
+	certain := slices.DeleteFunc(slices.Clone(pairs), func(p pair) bool { return !p.c.certain })
+	slices.SortStableFunc(certain, func(a, b pair) int { return cmp.Compare(b.c.weight, a.c.weight) })
+	for _, p := range certain {
+		m.joinCertain(p)
+	}
+	return m.people(pairs)
+}
+
+// matcher is the state of one MatchPeople.
+type matcher struct {
+	records []Patient
+	traits  []traits
+	parent  []int
+	// apart are the record pairs of different links in force; joined
+	// clusters carry theirs (checked by root when two clusters meet).
+	apart [][2]int
+	// confirmed marks the roots of clusters a link joined; edges are the
+	// certain pairs each cluster was joined by.
+	confirmed map[int]bool
+	edges     map[int][]comparison
+}
+
+type pair struct {
+	i, j int
+	c    comparison
+}
+
+func newMatcher(records []Patient) *matcher {
+	m := &matcher{records: records, traits: make([]traits, len(records)), parent: make([]int, len(records)),
+		confirmed: map[int]bool{}, edges: map[int][]comparison{}}
+	for i, r := range records {
+		m.traits[i] = traitsOf(r)
+		m.parent[i] = i
+	}
+	return m
+}
+
+func (m *matcher) find(i int) int {
+	for m.parent[i] != i {
+		m.parent[i] = m.parent[m.parent[i]]
+		i = m.parent[i]
+	}
+	return i
+}
+
+// union joins the clusters of roots a and b; the root with the lower
+// index stays (the first record in the order given leads the person).
+func (m *matcher) union(a, b int) int {
+	if b < a {
+		a, b = b, a
+	}
+	m.parent[b] = a
+	if m.confirmed[b] {
+		m.confirmed[a] = true
+	}
+	m.edges[a] = append(m.edges[a], m.edges[b]...)
+	delete(m.confirmed, b)
+	delete(m.edges, b)
+	return a
+}
+
+// keptApart reports whether a different link is between the clusters of
+// roots a and b.
+func (m *matcher) keptApart(a, b int) bool {
+	for _, p := range m.apart {
+		x, y := m.find(p[0]), m.find(p[1])
+		if (x == a && y == b) || (x == b && y == a) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyLinks applies the links whose two records are both in the answer,
+// newest first.
+func (m *matcher) applyLinks(links *LinkSet) {
+	if links.Len() == 0 {
+		return
+	}
+	index := make(map[SourceRef]int, len(m.records))
+	for i, r := range m.records {
+		if _, dup := index[SourceRef{r.Source, r.ID}]; !dup {
+			index[SourceRef{Source: r.Source, PatientID: r.ID}] = i
+		}
+	}
+	for _, l := range links.links {
+		i, okI := index[l.Records[0]]
+		j, okJ := index[l.Records[1]]
+		if !okI || !okJ {
+			continue
+		}
+		a, b := m.find(i), m.find(j)
+		switch {
+		case a == b:
+			// Joined already by newer same links: this one is older.
+		case l.Decision == Same && !m.keptApart(a, b):
+			m.confirmed[m.union(a, b)] = true
+		case l.Decision == Different:
+			m.apart = append(m.apart, [2]int{i, j})
+		}
+	}
+}
+
+// joinCertain joins the clusters of a certain pair unless a link keeps
+// them apart or a veto holds between some record of each.
+func (m *matcher) joinCertain(p pair) {
+	a, b := m.find(p.i), m.find(p.j)
+	if a == b || m.keptApart(a, b) {
+		return
+	}
+	var inA, inB []int
+	for k := range m.records {
+		switch m.find(k) {
+		case a:
+			inA = append(inA, k)
+		case b:
+			inB = append(inB, k)
+		}
+	}
+	for _, x := range inA {
+		for _, y := range inB {
+			if (x != p.i || y != p.j) && (x != p.j || y != p.i) && compare(&m.traits[x], &m.traits[y]).vetoed {
+				return
+			}
+		}
+	}
+	root := m.union(a, b)
+	m.edges[root] = append(m.edges[root], p.c)
+}
+
+// candidates are the pairs of records worth comparing — those that share
+// a blocking key (a birth date, the same birth date with day and month
+// swapped, a family and first given name, a phone, an e-mail, an address
+// or an identifier) — compared, in the order of their records.
+func (m *matcher) candidates() []pair {
+	blocks := make(map[string][]int, 4*len(m.records))
+	var keys []string
+	for i := range m.traits {
+		keys = blockingKeys(&m.traits[i], keys[:0])
+		for _, k := range keys {
+			blocks[k] = append(blocks[k], i)
+		}
+	}
+	seen := make(map[[2]int]bool)
+	var out []pair
+	for _, members := range blocks {
+		for x, i := range members {
+			for _, j := range members[x+1:] {
+				if i == j || seen[[2]int{i, j}] {
+					continue
+				}
+				seen[[2]int{i, j}] = true
+				if c := compare(&m.traits[i], &m.traits[j]); c.certain || c.probable || c.weight >= probableWeight {
+					out = append(out, pair{i: i, j: j, c: c})
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b pair) int { return cmp.Or(cmp.Compare(a.i, b.i), cmp.Compare(a.j, b.j)) })
+	return out
+}
+
+// blockingKeys appends the keys t is blocked under to keys.
+func blockingKeys(t *traits, keys []string) []string {
+	if t.birth != "" {
+		keys = append(keys, "b\x00"+t.birth)
+		md, dm := t.birth[5:7]+t.birth[8:10], t.birth[8:10]+t.birth[5:7]
+		keys = append(keys, "s\x00"+t.birth[:4]+min(md, dm)+max(md, dm))
+	}
+	if t.family != "" && t.given != "" {
+		keys = append(keys, "n\x00"+t.family+"\x00"+t.given)
+	}
+	for _, v := range t.phones {
+		keys = append(keys, "p\x00"+v)
+	}
+	for _, v := range t.emails {
+		keys = append(keys, "e\x00"+v)
+	}
+	for _, v := range t.addresses {
+		keys = append(keys, "a\x00"+v)
+	}
+	for _, v := range t.ids {
+		keys = append(keys, "i\x00"+v)
+	}
+	return keys
+}
+
+// people builds one Person per cluster, with its match and its possible
+// matches among pairs, sorted.
+func (m *matcher) people(pairs []pair) []Person {
+	members := map[int][]int{}
+	var roots []int
+	for i := range m.records {
+		r := m.find(i)
+		if _, ok := members[r]; !ok {
+			roots = append(roots, r)
+		}
+		members[r] = append(members[r], i)
+	}
+	people := make([]Person, len(roots))
+	at := make(map[int]int, len(roots)) // root → index in people
+	for k, r := range roots {
+		people[k] = person(m.records, members[r])
+		people[k].Match = m.match(r, len(members[r]))
+		at[r] = k
+	}
+	// The strongest pair between two people, unless a link keeps them apart.
+	best := map[[2]int]comparison{}
+	for _, p := range pairs {
+		a, b := m.find(p.i), m.find(p.j)
+		if a == b || !(p.c.probable || p.c.certain) || m.keptApart(a, b) {
+			continue
+		}
+		k := [2]int{min(a, b), max(a, b)}
+		if old, ok := best[k]; !ok || p.c.weight > old.weight {
+			best[k] = p.c
+		}
+	}
+	for k, c := range best {
+		pa, pb := &people[at[k[0]]], &people[at[k[1]]]
+		pa.PossibleMatches = append(pa.PossibleMatches, PossibleMatch{PersonID: pb.ID, Score: c.score(), Reasons: c.reasons()})
+		pb.PossibleMatches = append(pb.PossibleMatches, PossibleMatch{PersonID: pa.ID, Score: c.score(), Reasons: c.reasons()})
+	}
+	for k := range people {
+		slices.SortFunc(people[k].PossibleMatches, func(a, b PossibleMatch) int {
+			return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.PersonID, b.PersonID))
+		})
+	}
+	slices.SortFunc(people, comparePeople)
+	return people
+}
+
+// match is the Match of the cluster of root, of n records.
+func (m *matcher) match(root, n int) *Match {
+	if n < 2 {
+		return nil
+	}
+	var reasons []string
+	score := 1.0
+	grade := Certain
+	if m.confirmed[root] {
+		grade, reasons = Confirmed, []string{"link"}
+	}
+	var seen [fieldCount]level
+	for _, c := range m.edges[root] {
+		if grade == Certain {
+			score = min(score, c.score())
+		}
+		for f, l := range c.levels {
+			seen[f] = max(seen[f], l)
+		}
+	}
+	reasons = append(reasons, comparison{levels: seen}.reasons()...)
+	return &Match{Grade: grade, Score: score, Reasons: reasons}
+}
+
+// person merges the records idx (in the order given) into one Person: the
+// first record's name, birth date and gender (blanks filled from the
+// others), every record's identifiers, telecom and addresses once.
+func person(records []Patient, idx []int) Person {
+	head := records[idx[0]]
+	p := Person{Name: head.Name, BirthDate: head.BirthDate, Gender: head.Gender, PossibleMatches: []PossibleMatch{}}
+	if p.Name.Given == nil {
+		p.Name.Given = []string{}
+	}
+	for _, i := range idx {
+		r := records[i]
+		p.Sources = append(p.Sources, SourceRef{Source: r.Source, PatientID: r.ID})
+		p.Identifiers = appendNew(p.Identifiers, r.Identifiers...)
+		p.Telecom = appendNew(p.Telecom, r.Telecom...)
+		p.Address = appendAddresses(p.Address, r.Address...)
+		if r.LastUpdated.After(p.LastUpdated) {
+			p.LastUpdated = r.LastUpdated
+		}
+		p.BirthDate = cmp.Or(p.BirthDate, r.BirthDate)
+		p.Gender = cmp.Or(p.Gender, r.Gender)
+	}
+	p.ID = personID(p.Sources)
+	p.Identifiers = nonNil(p.Identifiers)
+	p.Telecom = nonNil(p.Telecom)
+	p.Address = nonNil(p.Address)
+	return p
+}
+
+// personID hashes the records of a person, sorted.
+func personID(refs []SourceRef) string {
+	sorted := slices.Clone(refs)
+	slices.SortFunc(sorted, func(a, b SourceRef) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.PatientID, b.PatientID))
+	})
+	h := sha256.New()
+	for _, r := range sorted {
+		h.Write([]byte(r.Source + "\x00" + r.PatientID + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func appendNew[T comparable](dst []T, src ...T) []T {
+	for _, v := range src {
+		if !slices.Contains(dst, v) {
+			dst = append(dst, v)
+		}
+	}
+	return dst
+}
+
+func appendAddresses(dst []Address, src ...Address) []Address {
+	for _, a := range src {
+		if !slices.ContainsFunc(dst, func(b Address) bool {
+			return slices.Equal(a.Line, b.Line) && a.City == b.City && a.State == b.State && a.PostalCode == b.PostalCode && a.Country == b.Country
+		}) {
+			if a.Line == nil {
+				a.Line = []string{}
+			}
+			dst = append(dst, a)
+		}
+	}
+	return dst
 }

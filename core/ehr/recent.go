@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// recent keeps the decoded answers of the latest searches in this process,
-// so a cache hit does not decode the merged list again (the costliest part
-// of a cached search). Entries live no longer than the cache's own, and a
-// few seconds when they came from a shared cache whose remaining lifetime
-// is unknown.
+// recent keeps the matched answers of the latest searches in this
+// process, by cache key and person links, so a cache hit neither decodes
+// nor matches the answer again (the costliest parts of a cached search).
+// Entries live no longer than the cache's own, and a few seconds when they
+// came from a shared cache whose remaining lifetime is unknown.
 type recent struct {
 	mu      sync.Mutex
 	max     int
@@ -17,7 +17,7 @@ type recent struct {
 }
 
 type recentEntry struct {
-	value   Answer
+	value   view
 	expires time.Time
 }
 
@@ -28,17 +28,17 @@ func newRecent(max int) *recent {
 	return &recent{max: max, entries: make(map[string]recentEntry, max)}
 }
 
-func (r *recent) get(key string, now time.Time) (Answer, bool) {
+func (r *recent) get(key string, now time.Time) (view, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.entries[key]
 	if !ok || !now.Before(e.expires) {
-		return Answer{}, false
+		return view{}, false
 	}
 	return e.value, true
 }
 
-func (r *recent) put(key string, v Answer, expires time.Time, now time.Time) {
+func (r *recent) put(key string, v view, expires time.Time, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.entries) >= r.max {

@@ -9,7 +9,7 @@ import (
 func TestRecent_ExpiresAndStaysBounded(t *testing.T) {
 	now := time.Now()
 	r := newRecent(3)
-	r.put("a", Answer{Sources: []string{"x"}}, now.Add(time.Second), now)
+	r.put("a", view{Sources: []string{"x"}}, now.Add(time.Second), now)
 	if c, ok := r.get("a", now); !ok || c.Sources[0] != "x" {
 		t.Fatal("fresh entry missed")
 	}
@@ -17,7 +17,7 @@ func TestRecent_ExpiresAndStaysBounded(t *testing.T) {
 		t.Fatal("expired entry served")
 	}
 	for i := range 10 {
-		r.put(fmt.Sprint(i), Answer{}, now.Add(time.Hour), now)
+		r.put(fmt.Sprint(i), view{}, now.Add(time.Hour), now)
 	}
 	if len(r.entries) > 3 {
 		t.Fatalf("%d entries, bound 3", len(r.entries))

@@ -46,7 +46,7 @@ func (s *Service) searchRecords(ctx context.Context, systems []System, v validat
 		}
 	}
 	_, _, ok := outcomes(systems, errs)
-	personID := personIDs(Merge(tagged(systems, found, ok)))
+	patients := tagged(systems, found, ok)
 
 	sets := make([]SourceRecords, len(systems))
 	var wg sync.WaitGroup
@@ -64,12 +64,12 @@ func (s *Service) searchRecords(ctx context.Context, systems []System, v validat
 	for j, i := range ok {
 		read[j] = sets[i]
 	}
-	return Answer{Records: MergeRecords(read, personID), Sources: sources}, failures, nil
+	return Answer{Patients: patients, RecordSets: read, Sources: sources}, failures, nil
 }
 
 // personIDs tells the id, in a search of people, of the person a system's
-// patient is, from the people the systems found, merged as a search of
-// people merges them.
+// patient is, from the people the systems found, matched as a search of
+// people matches them.
 func personIDs(people []Person) func(source, patientID string) string {
 	ids := map[SourceRef]string{}
 	for _, person := range people {

@@ -96,7 +96,7 @@ var (
 // changes the format it keeps answers in bumps it (through a change here),
 // so entries written in the old format are never read as the new one
 // (they are left to expire).
-const cacheKeyPrefix = "search:v3:"
+const cacheKeyPrefix = "search:v4:"
 
 const (
 	rateWindow          = time.Minute
@@ -161,47 +161,99 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{RequestID: core.NewUUID(), RecordType: t, Page: v.page, Limit: v.limit, Sources: []string{}}
-	merged, err := s.answer(ctx, res, caller, v, systems, start)
+	links, err := s.linksOf(ctx, biz)
 	if err != nil {
 		return nil, err
 	}
-	res.fill(merged, v)
+	res := &SearchResult{RequestID: core.NewUUID(), RecordType: t, Page: v.page, Limit: v.limit, Sources: []string{}}
+	view, err := s.answer(ctx, res, caller, v, systems, links, start)
+	if err != nil {
+		return nil, err
+	}
+	res.fill(view, v)
 	res.SearchTime = s.now().Sub(start)
 	return res, nil
 }
 
-// answer is the merged answer of systems to the caller's search v: the
-// cached one when there is one (res.CacheHit), else theirs, with their
-// failures in res.Errors; an answer without failures is cached.
-func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, v validated, systems []System, start time.Time) (Answer, error) {
+// ErrLinksUnavailable is a search refused because the acting business's
+// person links cannot be read: without them, records a member kept apart
+// could be merged (fail closed).
+var ErrLinksUnavailable = &core.Error{Kind: core.KindUnavailable, Code: "links_unavailable",
+	Message: "The practice's person links cannot be read; try again later"}
+
+// linksOf reads the person links of business (none when it is "" or no
+// reader is configured).
+func (s *Service) linksOf(ctx context.Context, business string) (*LinkSet, error) {
+	if business == "" || s.cfg.Links == nil {
+		return nil, nil
+	}
+	links, err := s.cfg.Links.Links(ctx, business)
+	if err != nil {
+		return nil, ErrLinksUnavailable.Wrap(fmt.Errorf("read person links: %w", err))
+	}
+	return links, nil
+}
+
+// answer is the answer of systems to the caller's search v, its records
+// matched into people with links: from this process's memory of recent
+// answers when it has it, else from the cache (res.CacheHit), else asked
+// of the systems, with their failures in res.Errors; an answer without
+// failures is cached. The cache keeps what the systems answered, before
+// matching, so a link changes the next answer, cached or not.
+func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, v validated, systems []System, links *LinkSet, start time.Time) (view, error) {
 	key := cacheKey(caller, v, systems)
 	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
-	var merged Answer
+	memo := key + "\x00" + links.Digest()
 	if caching {
-		var err error
-		if merged, res.CacheHit, err = s.cached(ctx, key); err != nil {
-			return Answer{}, err
+		if seen, ok := s.recent.get(memo, start); ok {
+			res.CacheHit = true
+			return seen, nil
+		}
+		raw, hit, err := s.cache.Get(ctx, key)
+		if err != nil {
+			return view{}, fmt.Errorf("search cache: %w", err)
+		}
+		if hit {
+			res.CacheHit = true
+			out := resolve(raw, v, links)
+			s.recent.put(memo, out, start.Add(min(recentFromShared, s.cfg.CacheTTL)), start)
+			return out, nil
 		}
 	}
-	if !res.CacheHit {
-		var err error
-		if merged, res.Errors, err = s.ask(ctx, systems, v); err != nil {
-			return Answer{}, err
-		}
-		if len(res.Errors) == 0 && caching {
-			// A cache that cannot store only costs the next request a miss.
-			if s.cache.Set(ctx, key, merged, s.cfg.CacheTTL) == nil {
-				s.recent.put(key, merged, start.Add(s.cfg.CacheTTL), start)
-			}
-		}
+	raw, failures, err := s.ask(ctx, systems, v)
+	if err != nil {
+		return view{}, err
 	}
-	return merged, nil
+	res.Errors = failures
+	out := resolve(raw, v, links)
+	// A cache that cannot store only costs the next request a miss.
+	if len(failures) == 0 && caching && s.cache.Set(ctx, key, raw, s.cfg.CacheTTL) == nil {
+		s.recent.put(memo, out, start.Add(s.cfg.CacheTTL), start)
+	}
+	return out, nil
+}
+
+// view is an answer matched: its people, or a record search's items, and
+// the systems that answered.
+type view struct {
+	People  []Person
+	Records []RecordItem
+	Sources []string
+}
+
+// resolve matches raw's people with links and, for a record search,
+// merges its records by the people they belong to.
+func resolve(raw Answer, v validated, links *LinkSet) view {
+	people := MatchPeople(raw.Patients, links)
+	if v.recordType == "" {
+		return view{People: people, Sources: raw.Sources}
+	}
+	return view{Records: MergeRecords(raw.RecordSets, personIDs(people)), Sources: raw.Sources}
 }
 
 // fill sets the sources, the count, the page v asks for and the status of
 // r from merged and r.Errors.
-func (r *SearchResult) fill(merged Answer, v validated) {
+func (r *SearchResult) fill(merged view, v validated) {
 	r.Sources = append(r.Sources, merged.Sources...)
 	if v.recordType == "" {
 		r.TotalCount, r.Results = len(merged.People), pageOf(merged.People, v)
@@ -222,24 +274,6 @@ func (r *SearchResult) fill(merged Answer, v validated) {
 func pageOf[T any](all []T, v validated) []T {
 	from := min((v.page-1)*v.limit, len(all))
 	return all[from:min(from+v.limit, len(all))]
-}
-
-// cached looks key up: first among the answers decoded in this process,
-// then in the cache port.
-func (s *Service) cached(ctx context.Context, key string) (Answer, bool, error) {
-	now := s.now()
-	if c, ok := s.recent.get(key, now); ok {
-		return c, true, nil
-	}
-	c, ok, err := s.cache.Get(ctx, key)
-	if err != nil {
-		return Answer{}, false, fmt.Errorf("search cache: %w", err)
-	}
-	if !ok {
-		return Answer{}, false, nil
-	}
-	s.recent.put(key, c, now.Add(min(recentFromShared, s.cfg.CacheTTL)), now)
-	return c, true, nil
 }
 
 // scoped names a caller acting for business in counter and cache keys: its
@@ -289,16 +323,18 @@ func (s *Service) route(v validated, business string) ([]System, error) {
 	return out, nil
 }
 
-// Answer is the merged answer of every system asked, as the Cache keeps
-// it (each Cache adapter owns its encoding).
+// Answer is what the systems asked answered, before matching, as the
+// Cache keeps it (each Cache adapter owns its encoding): the patients
+// they found, each tagged with its system's name, and for a record search
+// the records each system read of them.
 type Answer struct {
-	People  []Person
-	Records []RecordItem // a record search's items (People is then empty)
-	Sources []string
+	Patients   []Patient
+	RecordSets []SourceRecords // a record search's records, per system that answered
+	Sources    []string
 }
 
-// ask asks the systems v's search and merges what they answer: people,
-// or for a record search, the records of the people its query finds.
+// ask asks the systems v's search: the people they find, and for a record
+// search the records of those people.
 func (s *Service) ask(ctx context.Context, systems []System, v validated) (Answer, []SourceError, error) {
 	if v.recordType != "" {
 		return s.searchRecords(ctx, systems, v)
@@ -307,12 +343,12 @@ func (s *Service) ask(ctx context.Context, systems []System, v validated) (Answe
 	return a, failures, nil
 }
 
-// fanOut queries the systems in parallel and merges what they answer.
+// fanOut queries the systems in parallel.
 func (s *Service) fanOut(ctx context.Context, systems []System, q PatientQuery) (Answer, []SourceError) {
 	q.Max = s.cfg.MaxPerSystem
 	records, errs := findPeople(ctx, systems, q)
 	sources, failures, ok := outcomes(systems, errs)
-	return Answer{People: Merge(tagged(systems, records, ok)), Sources: sources}, failures
+	return Answer{Patients: tagged(systems, records, ok), Sources: sources}, failures
 }
 
 // outcomes sorts the systems by errs (one per system): the names of those

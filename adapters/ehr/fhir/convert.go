@@ -53,6 +53,7 @@ type (
 		Text   string   `json:"text"`
 		Family string   `json:"family"`
 		Given  []string `json:"given"`
+		Suffix []string `json:"suffix"`
 	}
 	identifier struct {
 		System string          `json:"system"`
@@ -263,6 +264,7 @@ func convertName(n humanName) ehr.HumanName {
 		Family: strings.TrimSpace(n.Family),
 		Given:  ehr.NonEmpty(n.Given),
 		Text:   strings.Join(strings.Fields(n.Text), " "),
+		Suffix: ehr.NonEmpty(n.Suffix),
 	}
 	if out.Text == "" {
 		out.Text = strings.Join(append(append([]string(nil), out.Given...), out.Family), " ")

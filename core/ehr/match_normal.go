@@ -1,0 +1,288 @@
+package ehr
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/nyaruka/phonenumbers"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
+)
+
+// What matching compares of a record, normalised once per record: names
+// without case, accents, punctuation, spacing or generational suffix;
+// phones as the national number's digits; e-mails in lower case;
+// addresses as their first line and postal code with the usual street
+// words abbreviated.
+
+// traits are the normalised facts of one record.
+type traits struct {
+	family     string // letters of the family name, suffix dropped
+	given      string // letters of the first given name
+	givenFirst string // letters of its first word ("mary" of "Mary Ann")
+	nicknames  []string // the given names givenFirst may stand for ("william" for "bill"), itself included
+	suffix     string // jr, sr, ii, iii, iv; "" when none
+	birth      string // YYYY-MM-DD; "" when unknown or partial
+	gender     string
+	phones     []string // national digits (E.164 outside North America)
+	emails     []string
+	addresses  []string // "<first line>|<postal code>"
+	ids        []string // "<system>|<value>", system in lower case
+	idSystems  []string // the systems of ids, once each
+}
+
+// traitsOf normalises p.
+func traitsOf(p Patient) traits {
+	var t traits
+	family, given := p.Name.Family, ""
+	if len(p.Name.Given) > 0 {
+		given = p.Name.Given[0]
+	}
+	if family == "" && given == "" && p.Name.Text != "" {
+		// Only a text: its first word is the given name, its last the family.
+		if words := nameWords(p.Name.Text); len(words) > 0 {
+			given, family = words[0], words[len(words)-1]
+		}
+	}
+	fam := nameWords(family)
+	for len(fam) > 1 && suffixOf(fam[len(fam)-1]) != "" {
+		t.suffix = suffixOf(fam[len(fam)-1])
+		fam = fam[:len(fam)-1]
+	}
+	t.family = strings.Join(fam, "")
+	giv := nameWords(given)
+	if len(giv) > 0 {
+		t.given, t.givenFirst = strings.Join(giv, ""), giv[0]
+		t.nicknames = nicknames[t.givenFirst]
+		if t.nicknames == nil {
+			t.nicknames = giv[:1]
+		}
+	}
+	for _, s := range p.Name.Suffix {
+		if sfx := suffixOf(foldName(s)); sfx != "" {
+			t.suffix = sfx
+		}
+	}
+	if t.suffix == "" {
+		for _, g := range p.Name.Given[min(1, len(p.Name.Given)):] {
+			if sfx := suffixOf(foldName(g)); sfx != "" {
+				t.suffix = sfx
+			}
+		}
+	}
+	if len(p.BirthDate) == len("2006-01-02") {
+		t.birth = p.BirthDate
+	}
+	t.gender = p.Gender
+	for _, c := range p.Telecom {
+		switch strings.ToLower(c.System) {
+		case "phone", "sms":
+			if n := NationalPhone(c.Value); n != "" {
+				t.phones = appendOnce(t.phones, n)
+			}
+		case "email":
+			if e := strings.ToLower(strings.TrimSpace(c.Value)); strings.Contains(e, "@") {
+				t.emails = appendOnce(t.emails, e)
+			}
+		}
+	}
+	for _, a := range p.Address {
+		if k := addressKey(a); k != "" {
+			t.addresses = appendOnce(t.addresses, k)
+		}
+	}
+	for _, id := range p.Identifiers {
+		sys, val := strings.ToLower(strings.TrimSpace(id.System)), strings.TrimSpace(id.Value)
+		if sys != "" && val != "" {
+			t.ids = appendOnce(t.ids, sys+"|"+val)
+			t.idSystems = appendOnce(t.idSystems, sys)
+		}
+	}
+	return t
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, v := range list {
+		if v == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// foldAccents takes the marks off letters (é → e) the way Unicode
+// decomposes them.
+var foldAccents = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+
+// unmarked are the Latin letters that do not decompose into a base letter
+// and a mark.
+var unmarked = strings.NewReplacer("ø", "o", "ł", "l", "đ", "d", "ı", "i", "ß", "ss", "æ", "ae", "œ", "oe", "þ", "th")
+
+// foldName is s in lower case, without accents, with every character that
+// is not a letter or a digit turned into a space.
+func foldName(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		if folded, _, err := transform.String(foldAccents, s); err == nil {
+			s = folded
+		}
+		s = unmarked.Replace(strings.ToLower(s))
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return ' '
+	}, s)
+}
+
+// nameWords are the words of a name, folded.
+func nameWords(s string) []string { return strings.Fields(foldName(s)) }
+
+// suffixOf is the generational suffix a folded word writes, or "".
+func suffixOf(w string) string {
+	switch strings.ReplaceAll(w, " ", "") {
+	case "jr", "junior":
+		return "jr"
+	case "sr", "senior":
+		return "sr"
+	case "ii", "2nd":
+		return "ii"
+	case "iii", "3rd":
+		return "iii"
+	case "iv", "4th":
+		return "iv"
+	}
+	return ""
+}
+
+// NationalPhone is the number a phone is, as matching compares phones:
+// the ten digits of a North American number, however it is written
+// ("+1-217-555-0633", "(217) 555-0633"), else its E.164 form read by
+// libphonenumber (phonenumbers) with the United States as the default
+// region; "" when it is not a number. An extension is left out.
+func NationalPhone(s string) string {
+	if i := strings.IndexAny(strings.ToLower(s), "x#e;"); i >= 0 {
+		s = s[:i]
+	}
+	digits := make([]byte, 0, 16)
+	plus := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits = append(digits, c)
+		case c == '+' && len(digits) == 0:
+			plus = true
+		}
+	}
+	// The common case, without the library's parse: a North American
+	// number, written nationally or with +1.
+	switch {
+	case len(digits) == 10 && !plus && digits[0] >= '2':
+		return string(digits)
+	case len(digits) == 11 && digits[0] == '1' && digits[1] >= '2':
+		return string(digits[1:])
+	case len(digits) < 7 || len(digits) > 15:
+		return ""
+	}
+	// Elsewhere, the library; a North American number that was not ten
+	// digits above (a local seven-digit one) is not a whole number.
+	n, err := phonenumbers.Parse(s, "US")
+	if err != nil || n.GetCountryCode() == 1 || !phonenumbers.IsPossibleNumber(n) {
+		return ""
+	}
+	return phonenumbers.Format(n, phonenumbers.E164)
+}
+
+// addressKey is an address as matching compares it: its first line,
+// folded, with street types, directions and unit words abbreviated as the
+// US Postal Service does, and the first five characters of its postal
+// code; "" when either is missing.
+func addressKey(a Address) string {
+	var line string
+	for _, l := range a.Line {
+		if line = strings.TrimSpace(l); line != "" {
+			break
+		}
+	}
+	postal := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(a.PostalCode), " ", ""))
+	if len(postal) > 5 {
+		postal = postal[:5]
+	}
+	if line == "" || postal == "" {
+		return ""
+	}
+	words := nameWords(line)
+	for i, w := range words {
+		if abbr, ok := streetWords[w]; ok {
+			words[i] = abbr
+		}
+	}
+	return strings.Join(words, " ") + "|" + postal
+}
+
+// streetWords abbreviates the words of a street line (USPS Publication 28:
+// street suffixes, directions, unit designators).
+var streetWords = map[string]string{
+	"street": "st", "str": "st", "avenue": "ave", "av": "ave", "aven": "ave", "road": "rd", "drive": "dr",
+	"lane": "ln", "boulevard": "blvd", "boul": "blvd", "court": "ct", "place": "pl", "terrace": "ter",
+	"circle": "cir", "highway": "hwy", "parkway": "pkwy", "square": "sq", "trail": "trl", "crescent": "cres",
+	"alley": "aly", "expressway": "expy", "freeway": "fwy", "route": "rte", "center": "ctr", "plaza": "plz",
+	"point": "pt", "heights": "hts", "mount": "mt", "turnpike": "tpke", "way": "way",
+	"north": "n", "south": "s", "east": "e", "west": "w",
+	"northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw",
+	"apartment": "apt", "suite": "ste", "unit": "unit", "floor": "fl", "building": "bldg", "room": "rm",
+}
+
+// nicknames maps a common English given name or nickname (folded) to the
+// given names it may stand for, itself included, sorted. A nickname is an
+// approximate agreement of given names in the score, never enough for a
+// certain match.
+var nicknames = func() map[string][]string {
+	m := map[string][]string{}
+	for name, short := range map[string]string{
+		"william": "bill billy will willy liam", "robert": "bob bobby rob robbie bert", "richard": "rick ricky dick rich",
+		"elizabeth": "liz lizzie beth betty eliza betsy libby", "margaret": "peggy maggie meg marge madge",
+		"katherine": "kate kathy katie kat kay", "catherine": "cathy cate", "kathleen": "kathy",
+		"james": "jim jimmy jamie", "john": "jack johnny", "jonathan": "jon", "joseph": "joe joey",
+		"michael": "mike mikey mick", "thomas": "tom tommy", "charles": "charlie chuck chas",
+		"christopher": "chris kit", "christine": "chris chrissy tina", "christina": "tina",
+		"daniel": "dan danny", "david": "dave davy", "edward": "ed eddie ted ned", "anthony": "tony",
+		"andrew": "andy drew", "matthew": "matt", "nicholas": "nick nicky", "patrick": "pat paddy",
+		"patricia": "patty pat trish tricia", "steven": "steve", "stephen": "steve", "timothy": "tim timmy",
+		"benjamin": "ben benny", "samuel": "sam sammy", "alexander": "alex al sandy", "alexandra": "alex sandra",
+		"gregory": "greg", "jeffrey": "jeff", "kenneth": "ken kenny", "lawrence": "larry", "leonard": "leo len lenny",
+		"ronald": "ron ronnie", "donald": "don donnie", "douglas": "doug", "raymond": "ray", "frederick": "fred freddie",
+		"henry": "hank harry", "harold": "hal harry", "albert": "al bert", "alfred": "alf fred", "eugene": "gene",
+		"gerald": "jerry gerry", "peter": "pete", "philip": "phil", "phillip": "phil", "vincent": "vince vinny",
+		"zachary": "zach zack", "jennifer": "jen jenny", "jessica": "jess jessie", "rebecca": "becky becca",
+		"susan": "sue susie", "suzanne": "sue", "deborah": "deb debbie", "dorothy": "dot dottie dolly",
+		"barbara": "barb babs", "virginia": "ginny ginger", "victoria": "vicky tori", "abigail": "abby gail",
+		"samantha": "sam sammie", "pamela": "pam", "cynthia": "cindy", "theresa": "terry tess", "teresa": "terry tess",
+		"jacqueline": "jackie", "judith": "judy", "kimberly": "kim", "melissa": "missy mel", "nancy": "nan",
+		"sandra": "sandy", "amanda": "mandy", "angela": "angie", "frances": "fran frankie", "francis": "frank",
+		"josephine": "jo josie", "rosemary": "rose", "valerie": "val", "veronica": "ronnie", "allison": "ally",
+		"eleanor": "ellie nell", "helen": "nell", "carolyn": "carol", "caroline": "carrie", "madeline": "maddie",
+	} {
+		for _, s := range append(strings.Fields(short), name) {
+			if !slices.Contains(m[s], s) {
+				m[s] = append(m[s], s)
+			}
+			if !slices.Contains(m[s], name) {
+				m[s] = append(m[s], name)
+			}
+		}
+	}
+	for _, names := range m {
+		slices.Sort(names)
+	}
+	return m
+}()
