@@ -19,12 +19,12 @@ import (
 
 // traits are the normalised facts of one record.
 type traits struct {
-	family     string // letters of the family name, suffix dropped
-	given      string // letters of the first given name
-	givenFirst string // letters of its first word ("mary" of "Mary Ann")
+	family     string   // letters of the family name, suffix dropped
+	given      string   // letters of the first given name
+	givenFirst string   // letters of its first word ("mary" of "Mary Ann")
 	nicknames  []string // the given names givenFirst may stand for ("william" for "bill"), itself included
-	suffix     string // jr, sr, ii, iii, iv; "" when none
-	birth      string // YYYY-MM-DD; "" when unknown or partial
+	suffix     string   // jr, sr, ii, iii, iv; "" when none
+	birth      string   // YYYY-MM-DD; "" when unknown or partial
 	gender     string
 	phones     []string // national digits (E.164 outside North America)
 	emails     []string
