@@ -168,16 +168,16 @@ func (q Quality) HardCertain() int {
 func (q Quality) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "people %d, records %d, true pairs %d\n", q.People, q.Records, q.TruePairs)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "links\tpairs\ttrue\tprecision\trecall\t")
 	fmt.Fprintf(w, "certain\t%d\t%d\t%.4f\t%.4f\t\n", q.Certain.Predicted, q.Certain.True, q.CertainPrecision, q.CertainRecall)
 	fmt.Fprintf(w, "certain + probable\t%d\t%d\t%.4f\t%.4f\t\n", q.Certain.Predicted+q.Probable.Predicted,
 		q.Certain.True+q.Probable.True, q.AnyPrecision, q.AnyRecall)
-	fmt.Fprintln(w, "\t\t\t\t\t")
-	fmt.Fprintln(w, "hard negatives\trecord pairs\tcertain\tprobable\t\t")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "hard negatives\trecord pairs\tcertain\tprobable\t")
 	for _, k := range Kinds {
 		c := q.HardNegatives[k]
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t\t\n", k, c.Pairs, c.Certain, c.Probable)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t\n", k, c.Pairs, c.Certain, c.Probable)
 	}
 	w.Flush()
 	if q.Unknown > 0 {
