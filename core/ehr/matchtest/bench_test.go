@@ -62,6 +62,8 @@ func BenchmarkMatchQuality(b *testing.B) {
 	fmt.Printf("MatchPeople on %d answers of name searches (the largest %d records), seed 20000:\n%s", len(answers), largest, q)
 	fmt.Printf("the contract's certain rule can reach at most: certain recall %.4f (%d of %d true pairs)\n",
 		ceiling.CertainRecall, ceiling.Certain.True, ceiling.TruePairs)
+	fmt.Printf("what keeps the other true pairs out of its reach (the probable tier's work; a pair counts under each of its obstacles):\n%s",
+		ObstaclesString(Obstacles(pop), ceiling.TruePairs))
 	fmt.Printf("floors: certain precision >= %.3f, certain recall >= %.2f, certain + probable recall >= %.2f, no certain link among hard negatives\n",
 		floorCertainPrecision, floorCertainRecall, floorAnyRecall)
 	b.ReportMetric(q.CertainPrecision, "certain-precision")

@@ -1,7 +1,10 @@
 package matchtest
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"unicode"
 
 	"github.com/carebridge/carebridge/core/ehr"
@@ -22,12 +25,21 @@ import (
 // first line (street type and direction long or short alike, the unit
 // when it is written there) and the first five digits of the ZIP code.
 func Ceiling(pop Population) []ehr.Person {
-	byPerson := make([][]int, len(pop.People))
-	for i, f := range pop.facts {
-		byPerson[f.person] = append(byPerson[f.person], i)
-	}
 	var out []ehr.Person
-	for p, idx := range byPerson {
+	for g, recs := range ceilingGroups(pop) {
+		person := ehr.Person{ID: fmt.Sprintf("ceiling-%d", g), PossibleMatches: []ehr.PossibleMatch{}}
+		for _, r := range recs {
+			person.Sources = append(person.Sources, ehr.SourceRef{Source: pop.Records[r].Source, PatientID: pop.Records[r].ID})
+		}
+		out = append(out, person)
+	}
+	return out
+}
+
+// ceilingGroups are Ceiling's people as indices of pop.Records.
+func ceilingGroups(pop Population) [][]int {
+	var out [][]int
+	for _, idx := range pop.byPerson() {
 		// Join certain pairs, one group at a time, unless a veto stands
 		// between any two records of the two groups.
 		groups := make([][]int, len(idx))
@@ -46,15 +58,18 @@ func Ceiling(pop Population) []ehr.Person {
 				}
 			}
 		}
-		for g, recs := range groups {
-			person := ehr.Person{ID: fmt.Sprintf("ceiling-%d-%d", p, g), PossibleMatches: []ehr.PossibleMatch{}}
-			for _, r := range recs {
-				person.Sources = append(person.Sources, ehr.SourceRef{Source: pop.Records[r].Source, PatientID: pop.Records[r].ID})
-			}
-			out = append(out, person)
-		}
+		out = append(out, groups...)
 	}
 	return out
+}
+
+// byPerson lists the indices of each true person's records.
+func (pop Population) byPerson() [][]int {
+	by := make([][]int, len(pop.People))
+	for i, f := range pop.facts {
+		by[f.person] = append(by[f.person], i)
+	}
+	return by
 }
 
 func joinable(fs []facts, a, b []int) bool {
@@ -126,4 +141,86 @@ func letters(s string) int {
 		}
 	}
 	return n
+}
+
+// Obstacle counts the true pairs out of the contract's certain reach (not
+// joined by Ceiling, not even through a third record) that one obstacle
+// stands between.
+type Obstacle struct {
+	What  string
+	Pairs int
+}
+
+// Obstacles tells why the true pairs that Ceiling leaves apart are out of
+// the certain rule's reach: the pairs the probable tier must find. A pair
+// counts under every obstacle between its two records; the list is sorted
+// by the number of pairs, most first.
+func Obstacles(pop Population) []Obstacle {
+	group := make([]int, len(pop.Records))
+	for g, recs := range ceilingGroups(pop) {
+		for _, r := range recs {
+			group[r] = g
+		}
+	}
+	count := map[string]int{}
+	for p, idx := range pop.byPerson() {
+		for a := range idx {
+			for b := a + 1; b < len(idx); b++ {
+				i, j := idx[a], idx[b]
+				if group[i] == group[j] {
+					continue
+				}
+				for _, o := range obstacles(pop.People[p], pop.facts[i], pop.facts[j]) {
+					count[o]++
+				}
+			}
+		}
+	}
+	out := make([]Obstacle, 0, len(count))
+	for what, n := range count {
+		out = append(out, Obstacle{What: what, Pairs: n})
+	}
+	slices.SortFunc(out, func(a, b Obstacle) int { return cmp.Or(cmp.Compare(b.Pairs, a.Pairs), cmp.Compare(a.What, b.What)) })
+	return out
+}
+
+// otherObstacle names what keeps a pair apart when nothing else does: a
+// veto between two other records of the person (Ceiling joins no group
+// across a veto).
+const otherObstacle = "a veto with another record of the person"
+
+func obstacles(p Individual, x, y facts) []string {
+	var out []string
+	add := func(cond bool, what string) {
+		if cond {
+			out = append(out, what)
+		}
+	}
+	add(x.birth == "" || y.birth == "", "birth date missing")
+	add(x.birth != "" && y.birth != "" && x.birth != y.birth && swapDayMonth(x.birth) == y.birth, "birth date: day and month swapped")
+	add(x.birth != "" && y.birth != "" && x.birth != y.birth && swapDayMonth(x.birth) != y.birth, "birth date: a digit wrong")
+	add(x.given == "" || y.given == "", "given name missing")
+	nick := func(f facts) bool { return f.given != "" && !f.givenTypo && f.given != p.Given }
+	add(nick(x) != nick(y) || nick(x) && x.given != y.given, "nickname (meets the twins' veto when the rest agrees)")
+	add(x.given != "" && y.given != "" && (x.givenTypo || y.givenTypo) && !sameName(x.given, x.givenTypo, y.given, y.givenTypo),
+		"given name typo (a name under 5 letters, or typos on both sides)")
+	add(x.family != y.family && !x.familyTypo && !y.familyTypo, "new family name (marriage)")
+	add((x.familyTypo || y.familyTypo) && !sameName(x.family, x.familyTypo, y.family, y.familyTypo),
+		"family name typo (a name under 5 letters, or typos on both sides)")
+	add(!contact(x, y), "no phone, e-mail or address agrees (missing, moved, unit in the first line)")
+	add(x.source == y.source, "same system: two MRNs of one system (veto)")
+	add(x.ssn != "" && y.ssn != "" && x.ssn != y.ssn, "SSN with a wrong digit (veto)")
+	add(x.suffix != "" && y.suffix != "" && x.suffix != y.suffix, "suffix differs (veto)")
+	add(len(out) == 0, otherObstacle)
+	return out
+}
+
+// ObstaclesString lists the obstacles, one a line, with their share of
+// the true pairs.
+func ObstaclesString(os []Obstacle, truePairs int) string {
+	var b strings.Builder
+	for _, o := range os {
+		fmt.Fprintf(&b, "  %6d  %5.1f %%  %s\n", o.Pairs, 100*float64(o.Pairs)/float64(truePairs), o.What)
+	}
+	return b.String()
 }

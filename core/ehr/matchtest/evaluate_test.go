@@ -93,4 +93,14 @@ func TestCeiling_JoinsOnlyTruePairs(t *testing.T) {
 		t.Errorf("ceiling recall %.3f: the generator's corruption changed a lot", q.CertainRecall)
 	}
 	t.Logf("the contract's ceiling:\n%s", q)
+
+	missed := q.TruePairs - q.Certain.True
+	listed := 0
+	for _, o := range Obstacles(pop) {
+		listed += o.Pairs
+	}
+	if listed < missed {
+		t.Errorf("obstacles of %d pairs, %d pairs missed", listed, missed)
+	}
+	t.Logf("obstacles:\n%s", ObstaclesString(Obstacles(pop), q.TruePairs))
 }
