@@ -13,7 +13,7 @@ const (
 	floorAnyRecall        = 0.98
 )
 
-// MatchAnswers runs match on each answer of pop (Answers) and measures the
+// matchAnswers runs match on each answer of pop (Answers) and measures the
 // people it forms.
 func matchAnswers(pop Population, match func([]ehr.Patient, *ehr.LinkSet) []ehr.Person) Quality {
 	var people [][]ehr.Person
