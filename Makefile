@@ -43,7 +43,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: performance figures (blob transfer vs direct S3, business reads vs direct pgx, refusing hostile JSON)
+## bench: performance figures (blob transfer vs direct S3, business reads vs direct pgx, refusing hostile JSON, matching quality and time)
 bench:
 	@bash scripts/ensure-services.sh
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; } >&2
@@ -56,6 +56,8 @@ bench:
 	@$(GO) test -run '^$$' -bench BusinessReads -benchmem -count 3 ./adapters/httpapi
 	@echo "== refusing 1 MiB of JSON nesting, and other large bodies, in process"
 	@$(GO) test -run '^$$' -bench RefuseDeepJSON -benchmem ./adapters/httpapi
+	@echo "== matching: quality on a synthetic population, time for one answer (3 systems x 100 records)"
+	@$(GO) test -run '^$$' -bench 'MatchAnswer|MatchQuality' -benchtime 1x ./core/ehr/matchtest
 
 ## fuzz: a short run of every fuzz target
 fuzz:
