@@ -178,15 +178,17 @@ func (m *matcher) candidates() []pair {
 			blocks[k] = append(blocks[k], i)
 		}
 	}
-	seen := make(map[[2]int]bool)
+	n := len(m.records)
+	seen := make([]uint64, (n*n+63)/64) // pair (i, j), i < j, at bit i*n+j
 	var out []pair
 	for _, members := range blocks {
 		for x, i := range members {
 			for _, j := range members[x+1:] {
-				if i == j || seen[[2]int{i, j}] {
+				bit := i*n + j
+				if i == j || seen[bit/64]&(1<<(bit%64)) != 0 {
 					continue
 				}
-				seen[[2]int{i, j}] = true
+				seen[bit/64] |= 1 << (bit % 64)
 				if c := compare(&m.traits[i], &m.traits[j]); c.certain || c.probable || c.weight >= probableWeight {
 					out = append(out, pair{i: i, j: j, c: c})
 				}
@@ -263,7 +265,7 @@ func (m *matcher) people(pairs []pair) []Person {
 			return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.PersonID, b.PersonID))
 		})
 	}
-	slices.SortFunc(people, comparePeople)
+	sortPeople(people)
 	return people
 }
 

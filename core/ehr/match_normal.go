@@ -123,25 +123,30 @@ var unmarked = strings.NewReplacer("ø", "o", "ł", "l", "đ", "d", "ı", "i", "
 // foldName is s in lower case, without accents, with every character that
 // is not a letter or a digit turned into a space.
 func foldName(s string) string {
-	ascii := true
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
-			ascii = false
-			break
+			if folded, _, err := transform.String(foldAccents, s); err == nil {
+				s = folded
+			}
+			return strings.Map(func(r rune) rune {
+				if unicode.IsLetter(r) || unicode.IsDigit(r) {
+					return unicode.ToLower(r)
+				}
+				return ' '
+			}, unmarked.Replace(strings.ToLower(s)))
 		}
 	}
-	if !ascii {
-		if folded, _, err := transform.String(foldAccents, s); err == nil {
-			s = folded
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			b[i] = c + 'a' - 'A'
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		default:
+			b[i] = ' '
 		}
-		s = unmarked.Replace(strings.ToLower(s))
 	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return unicode.ToLower(r)
-		}
-		return ' '
-	}, s)
+	return string(b)
 }
 
 // nameWords are the words of a name, folded.

@@ -442,12 +442,24 @@ func digest(s string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// comparePeople orders people by family name, given name, birth date and id.
-func comparePeople(a, b Person) int {
-	return cmp.Or(
-		cmp.Compare(strings.ToLower(a.Name.Family), strings.ToLower(b.Name.Family)),
-		cmp.Compare(strings.ToLower(strings.Join(a.Name.Given, " ")), strings.ToLower(strings.Join(b.Name.Given, " "))),
-		cmp.Compare(a.BirthDate, b.BirthDate),
-		cmp.Compare(a.ID, b.ID),
-	)
+// sortPeople orders people by family name, given name (case aside),
+// birth date and id, reading each person's keys once and moving small
+// keys, not people, while it sorts.
+func sortPeople(people []Person) {
+	type keyed struct {
+		family, given, birth, id string
+		i                        int
+	}
+	ks := make([]keyed, len(people))
+	for i, p := range people {
+		ks[i] = keyed{family: strings.ToLower(p.Name.Family), given: strings.ToLower(strings.Join(p.Name.Given, " ")), birth: p.BirthDate, id: p.ID, i: i}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.family, b.family), cmp.Compare(a.given, b.given), cmp.Compare(a.birth, b.birth), cmp.Compare(a.id, b.id))
+	})
+	sorted := make([]Person, len(people))
+	for j, k := range ks {
+		sorted[j] = people[k.i]
+	}
+	copy(people, sorted)
 }
