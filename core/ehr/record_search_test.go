@@ -236,3 +236,89 @@ func TestSearchRecords_LeavesOutRecordsOfAnotherPersonOrType(t *testing.T) {
 		t.Fatalf("got %v, %v", itemIDs(res.Records), err)
 	}
 }
+
+// Namesakes (one name and birth date, nothing else shared) are two
+// people: the heart rate each system took is two items, one per person,
+// never one item under one personId.
+func TestSearchRecords_RecordsOfUnmergedPeopleStayApart(t *testing.T) {
+	heartRate := loinc("8867-4")
+	a := &recordEHR{name: "a", people: []Patient{pat("a1", "Varnettsky", "Quillon", "1971-03-14")}, records: map[string][]Record{
+		"a1": {obs("o1", "a1", "2024-05-01T09:00:00Z", heartRate)}}}
+	b := &recordEHR{name: "b", people: []Patient{pat("b1", "Varnettsky", "Quillon", "1971-03-14")}, records: map[string][]Record{
+		"b1": {obs("o9", "b1", "2024-05-01T11:00:00Z", heartRate)}}}
+	s := recordService(a, b)
+	r, err := s.Search(clinician("u"), SearchRequest{Query: "family:Varnettsky", RecordType: "observation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Records) != 2 || r.Records[0].PersonID == r.Records[1].PersonID || r.Records[0].PersonID == "" {
+		t.Fatalf("items %v, persons %q and %q", itemIDs(r.Records), r.Records[0].PersonID, r.Records[len(r.Records)-1].PersonID)
+	}
+}
+
+// linksOf is a LinkReader over a fixed set per business.
+type linksOf map[string][]PersonLink
+
+func (l linksOf) Links(_ context.Context, business string) (*LinkSet, error) {
+	return NewLinkSet(l[business]), nil
+}
+
+// A member's link changes the acting business's next answer, cached or
+// not, for people and records alike; another business's searches are not
+// touched.
+func TestSearch_ALinkChangesTheNextAnswerEvenCached(t *testing.T) {
+	heartRate := loinc("8867-4")
+	a := &recordEHR{name: "a", people: []Patient{pat("a1", "Varnettsky", "Quillon", "1971-03-14")}, records: map[string][]Record{
+		"a1": {obs("o1", "a1", "2024-05-01T09:00:00Z", heartRate)}}}
+	b := &recordEHR{name: "b", people: []Patient{pat("b1", "Varnettsky", "Quillon", "1971-03-14")}, records: map[string][]Record{
+		"b1": {obs("o9", "b1", "2024-05-01T11:00:00Z", heartRate)}}}
+	links := linksOf{}
+	systems := FixedSystems{Searched: []System{a.system(), b.system()}}
+	s := NewService(systems, memCache(), Config{CacheTTL: time.Minute, Links: links})
+	tenancy := NewTenancy(systems, practices{"u": {"biz-1"}})
+	search := func(recordType string) *SearchResult {
+		t.Helper()
+		ctx, _, err := tenancy.Act(clinician("u"), "biz-1", UseSearch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Search(ctx, SearchRequest{Query: "family:Varnettsky", RecordType: recordType})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := search(""); len(r.Results) != 2 || len(r.Results[0].PossibleMatches) != 1 {
+		t.Fatalf("before the link: %+v", r.Results)
+	}
+	search("observation")
+	links["biz-1"] = []PersonLink{link("l1", Same, time.Now(), "a/a1", "b/b1")}
+	r := search("")
+	if !r.CacheHit || len(r.Results) != 1 || r.Results[0].Match == nil || r.Results[0].Match.Grade != Confirmed {
+		t.Fatalf("after the link (cache hit %v): %+v", r.CacheHit, r.Results)
+	}
+	rec := search("observation")
+	if !rec.CacheHit || len(rec.Records) != 1 || len(rec.Records[0].Sources) != 2 || rec.Records[0].PersonID != r.Results[0].ID {
+		t.Fatalf("records after the link (cache hit %v): %v", rec.CacheHit, itemIDs(rec.Records))
+	}
+}
+
+type brokenLinks struct{}
+
+func (brokenLinks) Links(context.Context, string) (*LinkSet, error) { return nil, errors.New("db down") }
+
+// Without the practice's links a search could merge records a member
+// kept apart: it is refused (fail closed).
+func TestSearch_UnreadableLinksRefuseTheSearch(t *testing.T) {
+	a := &recordEHR{name: "a", people: []Patient{pat("a1", "Varnettsky", "Quillon", "1971-03-14")}}
+	systems := FixedSystems{Searched: []System{a.system()}}
+	s := NewService(systems, memCache(), Config{CacheTTL: time.Minute, Links: brokenLinks{}})
+	ctx, _, err := NewTenancy(systems, practices{"u": {"biz-1"}}).Act(clinician("u"), "biz-1", UseSearch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Search(ctx, SearchRequest{Query: "family:Varnettsky"})
+	if !errors.Is(err, ErrLinksUnavailable) || core.KindOf(err) != core.KindUnavailable {
+		t.Fatalf("err %v", err)
+	}
+}
