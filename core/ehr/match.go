@@ -170,8 +170,8 @@ func (m *matcher) joinCertain(p pair) {
 // swapped, a family and first given name, a phone, an e-mail, an address
 // or an identifier) — compared, in the order of their records.
 func (m *matcher) candidates() []pair {
-	blocks := make(map[string][]int, 4*len(m.records))
-	var keys []string
+	blocks := make(map[blockKey][]int, 4*len(m.records))
+	var keys []blockKey
 	for i := range m.traits {
 		keys = blockingKeys(&m.traits[i], keys[:0])
 		for _, k := range keys {
@@ -189,7 +189,7 @@ func (m *matcher) candidates() []pair {
 					continue
 				}
 				seen[bit/64] |= 1 << (bit % 64)
-				if c := compare(&m.traits[i], &m.traits[j]); c.certain || c.probable || c.weight >= probableWeight {
+				if c := compare(&m.traits[i], &m.traits[j]); c.certain || c.probable {
 					out = append(out, pair{i: i, j: j, c: c})
 				}
 			}
@@ -199,27 +199,31 @@ func (m *matcher) candidates() []pair {
 	return out
 }
 
+// blockKey is a blocking key: its kind and one or two values.
+type blockKey struct {
+	kind byte
+	a, b string
+}
+
 // blockingKeys appends the keys t is blocked under to keys.
-func blockingKeys(t *traits, keys []string) []string {
+func blockingKeys(t *traits, keys []blockKey) []blockKey {
 	if t.birth != "" {
-		keys = append(keys, "b\x00"+t.birth)
-		md, dm := t.birth[5:7]+t.birth[8:10], t.birth[8:10]+t.birth[5:7]
-		keys = append(keys, "s\x00"+t.birth[:4]+min(md, dm)+max(md, dm))
+		keys = append(keys, blockKey{'b', t.birth, ""}, blockKey{'s', t.birth[:4], t.birthDays})
 	}
 	if t.family != "" && t.given != "" {
-		keys = append(keys, "n\x00"+t.family+"\x00"+t.given)
+		keys = append(keys, blockKey{'n', t.family, t.given})
 	}
 	for _, v := range t.phones {
-		keys = append(keys, "p\x00"+v)
+		keys = append(keys, blockKey{'p', v, ""})
 	}
 	for _, v := range t.emails {
-		keys = append(keys, "e\x00"+v)
+		keys = append(keys, blockKey{'e', v, ""})
 	}
 	for _, v := range t.addresses {
-		keys = append(keys, "a\x00"+v)
+		keys = append(keys, blockKey{'a', v, ""})
 	}
 	for _, v := range t.ids {
-		keys = append(keys, "i\x00"+v)
+		keys = append(keys, blockKey{'i', v, ""})
 	}
 	return keys
 }

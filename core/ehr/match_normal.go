@@ -25,6 +25,7 @@ type traits struct {
 	nicknames  []string // the given names givenFirst may stand for ("william" for "bill"), itself included
 	suffix     string   // jr, sr, ii, iii, iv; "" when none
 	birth      string   // YYYY-MM-DD; "" when unknown or partial
+	birthDays  string   // its month-day and day-month, the smaller first: the blocking key of a swap
 	gender     string
 	phones     []string // national digits (E.164 outside North America)
 	emails     []string
@@ -74,6 +75,8 @@ func traitsOf(p Patient) traits {
 	}
 	if len(p.BirthDate) == len("2006-01-02") {
 		t.birth = p.BirthDate
+		md, dm := t.birth[5:7]+t.birth[8:10], t.birth[8:10]+t.birth[5:7]
+		t.birthDays = min(md, dm) + max(md, dm)
 	}
 	t.gender = p.Gender
 	for _, c := range p.Telecom {
@@ -175,7 +178,7 @@ func suffixOf(w string) string {
 // libphonenumber (phonenumbers) with the United States as the default
 // region; "" when it is not a number. An extension is left out.
 func NationalPhone(s string) string {
-	if i := strings.IndexAny(strings.ToLower(s), "x#e;"); i >= 0 {
+	if i := strings.IndexAny(s, "xXeE#;"); i >= 0 { // x12, ext. 12, #12, ;ext=12
 		s = s[:i]
 	}
 	digits := make([]byte, 0, 16)
