@@ -305,7 +305,9 @@ func TestSearch_ALinkChangesTheNextAnswerEvenCached(t *testing.T) {
 
 type brokenLinks struct{}
 
-func (brokenLinks) Links(context.Context, string) (*LinkSet, error) { return nil, errors.New("db down") }
+func (brokenLinks) Links(context.Context, string) (*LinkSet, error) {
+	return nil, errors.New("db down")
+}
 
 // Without the practice's links a search could merge records a member
 // kept apart: it is refused (fail closed).
