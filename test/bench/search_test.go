@@ -340,6 +340,9 @@ func fakeFHIR(b *testing.B, delay time.Duration) *httptest.Server {
 		entries = append(entries, map[string]any{"resource": map[string]any{
 			"resourceType": "Patient", "id": fmt.Sprint("p", i), "birthDate": "1980-01-01",
 			"name": []any{map[string]any{"family": fmt.Sprintf("Family%02d", i), "given": []any{"Given"}}},
+			// The same phone in every EHR: each person is certain across
+			// the three, so the answer is 20 merged people.
+			"telecom": []any{map[string]any{"system": "phone", "value": fmt.Sprintf("217-555-01%02d", i)}},
 		}})
 	}
 	page, _ := json.Marshal(map[string]any{"resourceType": "Bundle", "type": "searchset", "entry": entries})
