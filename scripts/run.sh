@@ -41,9 +41,10 @@ bin/carebridge migrate
 	} > data/run.env
 )
 sub=${DEV_SUBJECT:-dev-user} sub_b=${DEV_SUBJECT_B:-dev-user-b}
-# The staff tokens: dev-token's default scopes (patient search, appointments)
-# and reading each clinical record type, which the records calls need.
-scopes="user/Patient.rs user/Appointment.cruds"
+# The staff tokens: dev-token's default scopes (patient search, appointments),
+# updating patients (the person links call) and reading each clinical record
+# type, which the records calls need.
+scopes="user/Patient.rus user/Appointment.cruds"
 for type in Encounter Condition Observation MedicationRequest AllergyIntolerance Immunization Procedure DocumentReference DiagnosticReport; do
 	scopes+=" user/$type.rs"
 done
@@ -102,7 +103,7 @@ cat <<TXT
 Carebridge is running on $base (dev-mode auth, blobs in ./data/blobs).
 Database: $DATABASE_URL
 
-A token for subject "$sub" (24 h; a staff token: patient search, appointments, and reading the nine clinical record types):
+A token for subject "$sub" (24 h; a staff token: patient search and person links, appointments, and reading the nine clinical record types):
   export TOKEN=$token
 
 Upload a file (metadata parts first, then the file):
@@ -149,9 +150,11 @@ if [ -n "${DEMO_AGENT_ID:-}" ]; then
 	if [ "$DEMO_INTEGRATION" = demo-fhir ]; then
 		practices="Two practices, each with its own EHR: A (the demo business above, owner \"$sub\", \$TOKEN) is served by
 the FHIR server (demo-fhir), B \"Demo Harbor Practice\" $PRACTICE_B_ID (owner \"$sub_b\") by the bot (demo-bot)."
+		cases="acting for A, which both demo EHRs serve" typo="Marisabel (FHIR) and Marisabell (bot)"
 	else
 		practices="Two practices: A (the demo business above, owner \"$sub\", \$TOKEN) and B \"Demo Harbor Practice\"
 $PRACTICE_B_ID (owner \"$sub_b\"); without the FHIR demo the bot serves both."
+		cases="acting for A; without the FHIR demo the bot holds both records of each case" typo="Marisabel and Marisabell"
 	fi
 	cat <<TXT
 
@@ -181,6 +184,28 @@ a caller in exactly one practice may leave it out). The FHIR server and the bot 
   curl -sS -H "Authorization: Bearer \$TOKEN_B" -H "X-Business-Id: $PRACTICE_B_ID" -H 'Content-Type: application/json' \\
     -d '{"query":"given:Ava"}' $base/api/v1/search
   curl -sS -H "Authorization: Bearer \$TOKEN_B" $base/agents
+
+Who is the same person ($cases; look at each result's "match" and
+"possibleMatches"). A typo pair: $typo, other MRNs, one birth date, phone
+and address written two ways: one person, "match":{"grade":"certain",…}. Namesakes (one name and birth date,
+nothing else in common) and a household (one family, phone and address): two people each, never merged:
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "X-Business-Id: $BUSINESS_ID" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_TYPO_FAMILY"}' $base/api/v1/search
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "X-Business-Id: $BUSINESS_ID" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_NAMESAKES_FAMILY"}' $base/api/v1/search
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "X-Business-Id: $BUSINESS_ID" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_HOUSEHOLD_FAMILY"}' $base/api/v1/search
+A probable pair (one name and birth date, one record with no contact detail): two people, each in the
+other's "possibleMatches". Link its two records as one person (a member's decision, for A's searches
+from the next one on), then search again: one person, "match":{"grade":"confirmed","reasons":["link"],…}:
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "X-Business-Id: $BUSINESS_ID" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_PROBABLE_FAMILY"}' $base/api/v1/search
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "X-Business-Id: $BUSINESS_ID" -H 'Content-Type: application/json' \\
+    -d '{"decision":"same","records":[{"source":"$DEMO_LINK_SOURCE_1","patientId":"$DEMO_LINK_PATIENT_1"},{"source":"$DEMO_LINK_SOURCE_2","patientId":"$DEMO_LINK_PATIENT_2"}]}' \\
+    $base/api/v1/person-links
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H "X-Business-Id: $BUSINESS_ID" -H 'Content-Type: application/json' \\
+    -d '{"query":"family:$DEMO_PROBABLE_FAMILY"}' $base/api/v1/search
+(GET $base/api/v1/person-links lists A's links; DELETE $base/api/v1/person-links/ID removes one.)
 
 Practitioners of practice A ($DEMO_INTEGRATION answers its appointment endpoints), and $DEMO_AGENT_NAME's free slots on $day:
   curl -sS -H "Authorization: Bearer \$TOKEN" $base/agents

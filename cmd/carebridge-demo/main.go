@@ -99,6 +99,14 @@ func run(ctx context.Context, args []string) error {
 	name, zone := d.Agent()
 	env := fmt.Sprintf("EHR_CONFIG=%s\nDEMO_INTEGRATION=%s\nDEMO_AGENT_ID=%s\nDEMO_AGENT_NAME=%q\nDEMO_AGENT_TZ=%s\nDEMO_FAMILY=%s\nDEMO_GIVEN=%s\nDEMO_SYNC_INTERVAL=%s\n",
 		d.File, d.Integration, d.AgentID, name, zone, d.BothFamily, d.BothGiven, demoehr.SyncInterval)
+	// The matching cases (the family name a search finds each by) and the
+	// probable pair's two records, which `make run` prints a link of.
+	env += fmt.Sprintf("DEMO_TYPO_FAMILY=%s\nDEMO_NAMESAKES_FAMILY=%s\nDEMO_HOUSEHOLD_FAMILY=%s\nDEMO_PROBABLE_FAMILY=%s\n",
+		demoehr.CaseFamily(demoehr.CaseTypo), demoehr.CaseFamily(demoehr.CaseNamesakes),
+		demoehr.CaseFamily(demoehr.CaseHousehold), demoehr.CaseFamily(demoehr.CaseProbable))
+	for i, r := range d.Probable {
+		env += fmt.Sprintf("DEMO_LINK_SOURCE_%d=%s\nDEMO_LINK_PATIENT_%d=%s\n", i+1, r.Source, i+1, r.PatientID)
+	}
 	// Written through a temporary file: `make run` waits for it to appear
 	// and must never read half of it.
 	if err := os.WriteFile(envFile+".tmp", []byte(env), 0o600); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 	"github.com/carebridge/carebridge/adapters/ehr/fhir/fhirserver"
 	"github.com/carebridge/carebridge/adapters/ehr/wsbot/wsbotserver"
+	"github.com/carebridge/carebridge/core/ehr"
 )
 
 // The names of the demo systems in the EHR systems file.
@@ -58,6 +59,10 @@ type Demo struct {
 	// BothFamily and BothGiven name a person held by both systems (with
 	// the same MRN), whom a search merges.
 	BothFamily, BothGiven string
+	// Probable is the probable pair of the matching cases (CaseProbable,
+	// cases.go): its two records as a person link names them, the FHIR
+	// server's first (without the FHIR demo both are the bot's).
+	Probable [2]ehr.SourceRef
 
 	bot  *wsbotserver.Server
 	fhir *fhirserver.Server // nil without the FHIR demo
@@ -82,7 +87,7 @@ type Config struct {
 func Start(ctx context.Context, cfg Config) (*Demo, error) {
 	now := time.Now()
 	d := &Demo{Integration: BotName, BothFamily: person(botFrom).Name.Family, BothGiven: person(botFrom).Name.Given[0]}
-	botSystem, err := d.startBot(ctx, cfg.Key, now)
+	botSystem, err := d.startBot(ctx, cfg.Key, now, cfg.Medplum == "")
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -120,9 +125,10 @@ func Start(ctx context.Context, cfg Config) (*Demo, error) {
 	return d, nil
 }
 
-// startBot starts the bot (Basic auth, people [botFrom, demoPeople) and
+// startBot starts the bot (Basic auth, people [botFrom, demoPeople), the
+// bot's records of the matching cases (alone: the FHIR server's too) and
 // every practitioner) and returns its entry of the EHR systems file.
-func (d *Demo) startBot(ctx context.Context, key []byte, now time.Time) (string, error) {
+func (d *Demo) startBot(ctx context.Context, key []byte, now time.Time, alone bool) (string, error) {
 	password := randomHex(16)
 	bot, err := wsbotserver.Start(ctx, wsbotserver.WithAuthorization("Basic "+base64.StdEncoding.EncodeToString([]byte("demo:"+password))))
 	if err != nil {
@@ -134,6 +140,15 @@ func (d *Demo) startBot(ctx context.Context, key []byte, now time.Time) (string,
 		_, records := recordsOf(i, now)
 		for _, r := range records {
 			d.bot.AddRecord(r)
+		}
+	}
+	for _, c := range Cases() {
+		if alone {
+			d.bot.AddPatient(c.FHIR)
+		}
+		d.bot.AddPatient(c.Bot)
+		if c.Name == CaseProbable {
+			d.Probable = [2]ehr.SourceRef{{Source: BotName, PatientID: c.FHIR.ID}, {Source: BotName, PatientID: c.Bot.ID}}
 		}
 	}
 	for i, a := range practitioners {
@@ -185,13 +200,22 @@ func (d *Demo) Summary() string {
 	if d.fhir != nil {
 		fhir = "on"
 	}
-	return fmt.Sprintf("%d synthetic people (%d in both systems) with clinical records of the nine types, %d practitioners in 2 time zones; FHIR demo %s",
-		demoPeople, fhirPeople-botFrom, len(practitioners), fhir)
+	return fmt.Sprintf("%d synthetic people (%d in both systems) with clinical records of the nine types, %d matching cases (%s), %d practitioners in 2 time zones; FHIR demo %s",
+		demoPeople, fhirPeople-botFrom, len(Cases()), caseNames(), len(practitioners), fhir)
+}
+
+// caseNames lists the matching cases' names.
+func caseNames() string {
+	var names []string
+	for _, c := range Cases() {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // startFHIR starts the Medplum server with an API key, seeds people [0,
-// fhirPeople) and the practitioners, and returns its entry of the EHR
-// systems file.
+// fhirPeople), its records of the matching cases and the practitioners,
+// and returns its entry of the EHR systems file.
 func (d *Demo) startFHIR(ctx context.Context, medplum, dir string, key []byte, now time.Time) (string, error) {
 	work := filepath.Join(dir, "fhir")
 	if err := os.MkdirAll(work, 0o700); err != nil {
@@ -205,6 +229,16 @@ func (d *Demo) startFHIR(ctx context.Context, medplum, dir string, key []byte, n
 	d.fhir = srv
 	if err := seedFHIRPeople(srv, now); err != nil {
 		return "", fmt.Errorf("seed: %w", err)
+	}
+	for _, c := range Cases() {
+		created, err := srv.Post(fhirPatient(c.FHIR))
+		if err != nil {
+			return "", fmt.Errorf("seed: %w", err)
+		}
+		if c.Name == CaseProbable {
+			id, _ := created["id"].(string) // Post checks it is there
+			d.Probable[0] = ehr.SourceRef{Source: FHIRName, PatientID: id}
+		}
 	}
 	for i, a := range practitioners {
 		id, err := srv.PostAgent(a, freeTime(a.Timezone, now))

@@ -10,7 +10,9 @@ import (
 // The demo's data set: synthetic people and practitioners, made the same
 // way on every run. No real person is in it: the names are combinations of
 // common given and family names, the phone numbers are in the 555-01xx
-// range set aside for fiction, the e-mail domain is example.org.
+// range set aside for fiction, the e-mail domain is example.org. Beside
+// them, cases.go places the matching cases: records made to show who is
+// the same person.
 
 // demoMRNSystem is the identifier system of the demo's medical record
 // numbers; both demo EHRs use it, so the same person merges.
@@ -117,15 +119,24 @@ func fhirPatient(p ehr.Patient) map[string]any {
 			"type": map[string]any{"coding": []any{map[string]any{"system": "http://terminology.hl7.org/CodeSystem/v2-0203", "code": id.Type}}}})
 	}
 	for _, a := range p.Address {
-		addrs = append(addrs, map[string]any{"line": []any{a.Line[0]}, "city": a.City, "state": a.State, "postalCode": a.PostalCode, "country": a.Country})
+		addr := map[string]any{"city": a.City, "state": a.State, "postalCode": a.PostalCode, "country": a.Country}
+		if len(a.Line) > 0 {
+			addr["line"] = []any{a.Line[0]}
+		}
+		addrs = append(addrs, addr)
 	}
-	return map[string]any{
+	r := map[string]any{
 		"resourceType": "Patient",
 		"name":         []any{map[string]any{"use": "official", "family": p.Name.Family, "given": []any{p.Name.Given[0]}}},
 		"birthDate":    p.BirthDate,
 		"gender":       p.Gender,
-		"identifier":   ids,
-		"telecom":      telecom,
-		"address":      addrs,
 	}
+	// FHIR JSON has no empty arrays (nor nulls): a record without contact
+	// details (a matching case's) leaves the elements out.
+	for k, v := range map[string][]any{"identifier": ids, "telecom": telecom, "address": addrs} {
+		if len(v) > 0 {
+			r[k] = v
+		}
+	}
+	return r
 }
