@@ -170,20 +170,36 @@ func (m *matcher) joinCertain(p pair) {
 // swapped, a family and first given name, a phone, an e-mail, an address
 // or an identifier) — compared, in the order of their records.
 func (m *matcher) candidates() []pair {
-	blocks := make(map[blockKey][]int, 4*len(m.records))
+	// The blocks as linked lists: a block's last entry, each entry's
+	// record and the entry before it in its block.
+	n := len(m.records)
+	index := make(map[blockKey]int32, 4*n)
+	var last, record, prev []int32
 	var keys []blockKey
 	for i := range m.traits {
 		keys = blockingKeys(&m.traits[i], keys[:0])
 		for _, k := range keys {
-			blocks[k] = append(blocks[k], i)
+			b, ok := index[k]
+			if !ok {
+				b = int32(len(last))
+				index[k] = b
+				last = append(last, -1)
+			}
+			record, prev = append(record, int32(i)), append(prev, last[b])
+			last[b] = int32(len(record) - 1)
 		}
 	}
-	n := len(m.records)
 	seen := make([]uint64, (n*n+63)/64) // pair (i, j), i < j, at bit i*n+j
 	var out []pair
-	for _, members := range blocks {
+	var members []int
+	for _, e := range last {
+		members = members[:0]
+		for ; e >= 0; e = prev[e] {
+			members = append(members, int(record[e]))
+		}
 		for x, i := range members {
 			for _, j := range members[x+1:] {
+				i, j := min(i, j), max(i, j)
 				bit := i*n + j
 				if i == j || seen[bit/64]&(1<<(bit%64)) != 0 {
 					continue

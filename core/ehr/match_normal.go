@@ -47,18 +47,18 @@ func traitsOf(p Patient) traits {
 			given, family = words[0], words[len(words)-1]
 		}
 	}
-	fam := nameWords(family)
+	var buf [8]string
+	fam := appendWords(buf[:0], family)
 	for len(fam) > 1 && suffixOf(fam[len(fam)-1]) != "" {
 		t.suffix = suffixOf(fam[len(fam)-1])
 		fam = fam[:len(fam)-1]
 	}
-	t.family = strings.Join(fam, "")
-	giv := nameWords(given)
-	if len(giv) > 0 {
-		t.given, t.givenFirst = strings.Join(giv, ""), giv[0]
+	t.family = concat(fam)
+	if giv := appendWords(buf[:0], given); len(giv) > 0 {
+		t.given, t.givenFirst = concat(giv), giv[0]
 		t.nicknames = nicknames[t.givenFirst]
 		if t.nicknames == nil {
-			t.nicknames = giv[:1]
+			t.nicknames = []string{t.givenFirst}
 		}
 	}
 	for _, s := range p.Name.Suffix {
@@ -155,6 +155,22 @@ func foldName(s string) string {
 // nameWords are the words of a name, folded.
 func nameWords(s string) []string { return strings.Fields(foldName(s)) }
 
+// appendWords appends the words of s, folded, to words.
+func appendWords(words []string, s string) []string {
+	for w := range strings.FieldsSeq(foldName(s)) {
+		words = append(words, w)
+	}
+	return words
+}
+
+// concat joins words without a separator.
+func concat(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words, "")
+}
+
 // suffixOf is the generational suffix a folded word writes, or "".
 func suffixOf(w string) string {
 	switch strings.ReplaceAll(w, " ", "") {
@@ -228,13 +244,20 @@ func addressKey(a Address) string {
 	if line == "" || postal == "" {
 		return ""
 	}
-	words := nameWords(line)
-	for i, w := range words {
+	var b strings.Builder
+	b.Grow(len(line) + 1 + len(postal))
+	for w := range strings.FieldsSeq(foldName(line)) {
 		if abbr, ok := streetWords[w]; ok {
-			words[i] = abbr
+			w = abbr
 		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
 	}
-	return strings.Join(words, " ") + "|" + postal
+	b.WriteByte('|')
+	b.WriteString(postal)
+	return b.String()
 }
 
 // streetWords abbreviates the words of a street line (USPS Publication 28:

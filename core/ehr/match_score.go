@@ -3,6 +3,7 @@ package ehr
 import (
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/hbollon/go-edlib"
 )
@@ -186,7 +187,7 @@ func compareNames(a, b string) level {
 // oneTypo reports whether a and b, both of at least minTypoLen letters,
 // are one edit apart (optimal string alignment distance 1).
 func oneTypo(a, b string) bool {
-	la, lb := len([]rune(a)), len([]rune(b))
+	la, lb := utf8.RuneCountInString(a), utf8.RuneCountInString(b)
 	if min(la, lb) < minTypoLen || max(la, lb)-min(la, lb) > 1 {
 		return false
 	}
@@ -216,16 +217,20 @@ func compareBirth(a, b string) level {
 	case a[:5] == b[:5] && a[5:7] == b[8:10] && a[8:10] == b[5:7]:
 		return approx
 	}
-	var diff []int
+	n, first, second := 0, 0, 0
 	for i := range len(a) {
 		if a[i] != b[i] {
-			diff = append(diff, i)
+			n++
+			first, second = second, i
 		}
 	}
+	if n == 2 {
+		first, second = min(first, second), max(first, second)
+	}
 	switch {
-	case len(diff) == 1:
+	case n == 1:
 		return approx
-	case len(diff) == 2 && diff[1] == diff[0]+1 && a[diff[0]] == b[diff[1]] && a[diff[1]] == b[diff[0]]:
+	case n == 2 && second == first+1 && a[first] == b[second] && a[second] == b[first]:
 		return approx
 	}
 	return disagree
