@@ -320,22 +320,31 @@ func (s *Store) Listen(ctx context.Context, fn func(), onError func(error)) {
 }
 
 func (s *Store) listen(ctx context.Context, fn func()) error {
+	return s.listenOn(ctx, EventsChannel, fn, func(string) { fn() })
+}
+
+// listenOn listens on channel over a connection of its own, outside the
+// pool: it calls up once LISTEN holds (whatever was committed before is
+// then for the caller to read), and notified with the payload of each
+// notification, until ctx is done (nil) or the connection fails.
+func (s *Store) listenOn(ctx context.Context, channel string, up func(), notified func(payload string)) error {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return fmt.Errorf("listen for events: %w", err)
+		return fmt.Errorf("listen on %s: %w", channel, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, `LISTEN `+EventsChannel); err != nil {
-		return fmt.Errorf("listen for events: %w", err)
+	if _, err := conn.Exec(ctx, `LISTEN `+channel); err != nil {
+		return fmt.Errorf("listen on %s: %w", channel, err)
 	}
-	fn() // what was written while not listening
+	up()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
-			return fmt.Errorf("wait for events: %w", err)
+			return fmt.Errorf("wait for notifications on %s: %w", channel, err)
 		}
-		fn()
+		notified(n.Payload)
 	}
 }
