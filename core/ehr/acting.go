@@ -70,6 +70,11 @@ func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (context.Con
 	if !ok {
 		return ctx, "", core.ErrUnauthenticated
 	}
+	if u == UseLinks {
+		if err := linkScope(actor); err != nil {
+			return ctx, "", err
+		}
+	}
 	multi := t.systems.MultiPractice() || u == UseLinks
 	id, err := acting(ctx, t.practices, actor.Subject, strings.ToLower(requested), patientContext(actor, u), multi)
 	if err != nil {

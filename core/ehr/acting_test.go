@@ -230,12 +230,15 @@ func TestActing_PersonLinksActForAMembershipInEveryDeployment(t *testing.T) {
 		{"single: named in upper case", single, staff("staff-ab"), strings.ToUpper(b), b, nil},
 		{"single: no membership", single, staff("stranger"), "", "", ErrBusinessRequired},
 		{"single: naming another business", single, staff("staff-a"), b, "", ErrBusinessNotFound},
-		{"single: a patient naming a business is no member", single, patient("p"), a, "", ErrBusinessNotFound},
-		{"single: a patient naming nothing", single, patient("p"), "", "", ErrBusinessRequired},
+		{"single: a patient naming a business has no scope", single, patient("p"), a, "", core.ErrInsufficientScope},
+		{"single: a patient with a user scope is no member", single, core.WithActor(context.Background(), core.Actor{Subject: "p",
+			Scopes: core.ParseScopes("patient/*.cruds user/Patient.u")}), a, "", ErrBusinessNotFound},
 		{"multi: only membership", multiple, staff("staff-a"), "", a, nil},
 		{"multi: two memberships, none named", multiple, staff("staff-ab"), "", "", ErrBusinessRequired},
 		{"multi: naming another business", multiple, staff("staff-a"), b, "", ErrBusinessNotFound},
-		{"multi: a patient naming a business is no member", multiple, patient("p"), b, "", ErrBusinessNotFound},
+		{"multi: a patient naming a business has no scope", multiple, patient("p"), b, "", core.ErrInsufficientScope},
+		{"no scope: refused before the business", single, core.WithActor(context.Background(), core.Actor{Subject: "stranger",
+			Scopes: core.ParseScopes("user/Patient.rs")}), "", "", core.ErrInsufficientScope},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, got, err := NewTenancy(tc.systems, p).Act(tc.ctx, tc.requested, UseLinks)
