@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -326,7 +325,8 @@ func (s *Store) listen(ctx context.Context, fn func()) error {
 // listenOn listens on channel over a connection of its own, outside the
 // pool: it calls up once LISTEN holds (whatever was committed before is
 // then for the caller to read), and notified with the payload of each
-// notification, until ctx is done (nil) or the connection fails.
+// notification, until ctx is done (nil) or the connection fails (or stops
+// answering the ping sent after each quiet listenHeartbeat).
 func (s *Store) listenOn(ctx context.Context, channel string, up func(), notified func(payload string)) error {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
@@ -338,13 +338,29 @@ func (s *Store) listenOn(ctx context.Context, channel string, up func(), notifie
 	}
 	up()
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
+		wait, cancel := context.WithTimeout(ctx, listenHeartbeat)
+		n, err := conn.WaitForNotification(wait)
+		cancel()
+		switch {
+		case err == nil:
+			notified(n.Payload)
+			continue
+		case ctx.Err() != nil:
+			return nil
+		case wait.Err() == nil:
 			return fmt.Errorf("wait for notifications on %s: %w", channel, err)
 		}
-		notified(n.Payload)
+		// Quiet for a while: a connection that died without a word (a
+		// half-open TCP connection) would go on waiting; it must answer.
+		ping, cancel := context.WithTimeout(ctx, listenHeartbeat/3)
+		err = conn.Ping(ping)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("listening connection on %s: %w", channel, err)
+		}
 	}
 }
+
+// listenHeartbeat is how long a listening connection may be quiet before it
+// is asked to answer.
+const listenHeartbeat = 15 * time.Second
