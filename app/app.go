@@ -113,7 +113,11 @@ type App struct {
 	reconciled     *prometheus.CounterVec
 	reconcileEvery time.Duration
 	scheduling     *ehr.Scheduling
-	blobs          *storage.Service
+	// links keeps the person links; its listener (a loop) keeps its memo
+	// true across instances.
+	links       *postgres.Links
+	personLinks *ehr.Links
+	blobs       *storage.Service
 	// sweptIncomplete counts the leftovers of unfinished writes removed.
 	sweptIncomplete prometheus.Counter
 	audit           *auditor
@@ -203,7 +207,8 @@ func (a *App) buildObjectStore(ctx context.Context, cfg ObjectStore) error {
 }
 
 // buildEHR puts the EHR systems of cfg in force, logs them, and builds the
-// scheduling use case over them; it returns the search use case.
+// scheduling and person-links use cases over them; it returns the search
+// use case, which reads the person links.
 func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cache, registry *prometheus.Registry) (*ehr.Service, error) {
 	var err error
 	a.ehrs, err = newEHRs(cfg.EHR, a.log, newEHRMetrics(registry), cfg.Tracing.Provider)
@@ -211,7 +216,9 @@ func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cac
 		return nil, err
 	}
 	logEHRSystems(ctx, a.log, cfg.EHR)
-	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit})
+	a.links = a.db.Links()
+	a.personLinks = ehr.NewLinks(a.ehrs, a.links)
+	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit, Links: a.links})
 	a.scheduling = ehr.NewScheduling(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
 		ehr.SchedulingConfig{FingerprintKeys: keys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
 	a.reconcileEvery = cfg.ReconcileEvery
@@ -263,6 +270,7 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Business:           NewBusiness(a.db, a.blobs),
 		Search:             countCacheHits(search, newSearchCacheMetrics(registry)),
 		Scheduling:         a.scheduling,
+		Links:              a.personLinks,
 		Tenancy:            ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
 		Registry:           registry,
 		Tracer:             cfg.Tracing.Provider,

@@ -12,8 +12,9 @@ import (
 // stopped: the audit trail's tally of refused requests, the Idempotency-Key
 // purge, the object sweeper, the booking reconciler, EHR sync (a
 // supervisor that runs a poller per EHR system with sync on, through
-// reloads of the EHR systems file), and the events' delivery (wake-ups,
-// dispatcher, relay, purge).
+// reloads of the EHR systems file), the person links' listener (while it
+// listens, search reads each business's links from memory), and the
+// events' delivery (wake-ups, dispatcher, relay, purge).
 func (a *App) loops() []func(context.Context) {
 	jobs := a.log.With("component", "jobs")
 	loops := []func(context.Context){
@@ -24,6 +25,9 @@ func (a *App) loops() []func(context.Context) {
 			reconcileBookings(ctx, cmp.Or(a.reconcileEvery, reconcileEvery), a.scheduling, jobs, a.reconciled)
 		},
 		a.sync.run,
+		func(ctx context.Context) {
+			a.links.Run(ctx, func(err error) { jobs.Warn("listen for person links", "error", err.Error()) })
+		},
 	}
 	return append(loops, a.events.loops()...)
 }

@@ -68,3 +68,13 @@ type Scheduling interface {
 }
 
 var _ Scheduling = (*ehr.Scheduling)(nil)
+
+// Links is the person-links use cases (core/ehr.Links): a member's
+// decision that two EHR records are, or are not, the same person.
+type Links interface {
+	Create(ctx context.Context, r ehr.LinkRequest) (ehr.PersonLink, error)
+	List(ctx context.Context, business string, p ehr.PageRequest) (ehr.Page[ehr.PersonLink], error)
+	Delete(ctx context.Context, business, id string) (ehr.PersonLink, error)
+}
+
+var _ Links = (*ehr.Links)(nil)

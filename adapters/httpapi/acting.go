@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
@@ -19,6 +20,12 @@ var errInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_bu
 // records it in the request's audit event, and hands it to next in the
 // request's context. The caller must be authenticated already.
 func (s *Server) acting(use ehr.Use, next http.HandlerFunc) http.HandlerFunc {
+	return s.actingFor(use, func(w http.ResponseWriter, r *http.Request, _ string) { next(w, r) })
+}
+
+// actingFor is acting for a handler that takes the acting business as a
+// parameter ("" none). Without a Tenancy (unit tests) it is the header's.
+func (s *Server) actingFor(use ehr.Use, next func(w http.ResponseWriter, r *http.Request, business string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		requested := r.Header.Get(headerBusiness)
 		if requested != "" && !core.IsUUID(requested) {
@@ -26,7 +33,7 @@ func (s *Server) acting(use ehr.Use, next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if s.tenancy == nil {
-			next(w, r)
+			next(w, r, strings.ToLower(requested))
 			return
 		}
 		ctx, id, err := s.tenancy.Act(r.Context(), requested, use)
@@ -35,6 +42,6 @@ func (s *Server) acting(use ehr.Use, next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		auditBusiness(ctx, id)
-		next(w, r.WithContext(ctx))
+		next(w, r.WithContext(ctx), id)
 	}
 }

@@ -1514,3 +1514,187 @@ func (mock *SchedulingMock) RescheduleCalls() []struct {
 	mock.lockReschedule.RUnlock()
 	return calls
 }
+
+// Ensure, that LinksMock does implement ports.Links.
+// If this is not the case, regenerate this file with moq.
+var _ ports.Links = &LinksMock{}
+
+// LinksMock is a mock implementation of ports.Links.
+//
+//	func TestSomethingThatUsesLinks(t *testing.T) {
+//
+//		// make and configure a mocked ports.Links
+//		mockedLinks := &LinksMock{
+//			CreateFunc: func(ctx context.Context, r ehr.LinkRequest) (ehr.PersonLink, error) {
+//				panic("mock out the Create method")
+//			},
+//			DeleteFunc: func(ctx context.Context, businessMoqParam string, id string) (ehr.PersonLink, error) {
+//				panic("mock out the Delete method")
+//			},
+//			ListFunc: func(ctx context.Context, businessMoqParam string, p ehr.PageRequest) (ehr.Page[ehr.PersonLink], error) {
+//				panic("mock out the List method")
+//			},
+//		}
+//
+//		// use mockedLinks in code that requires ports.Links
+//		// and then make assertions.
+//
+//	}
+type LinksMock struct {
+	// CreateFunc mocks the Create method.
+	CreateFunc func(ctx context.Context, r ehr.LinkRequest) (ehr.PersonLink, error)
+
+	// DeleteFunc mocks the Delete method.
+	DeleteFunc func(ctx context.Context, businessMoqParam string, id string) (ehr.PersonLink, error)
+
+	// ListFunc mocks the List method.
+	ListFunc func(ctx context.Context, businessMoqParam string, p ehr.PageRequest) (ehr.Page[ehr.PersonLink], error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Create holds details about calls to the Create method.
+		Create []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// R is the r argument value.
+			R ehr.LinkRequest
+		}
+		// Delete holds details about calls to the Delete method.
+		Delete []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+		}
+		// List holds details about calls to the List method.
+		List []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// P is the p argument value.
+			P ehr.PageRequest
+		}
+	}
+	lockCreate sync.RWMutex
+	lockDelete sync.RWMutex
+	lockList   sync.RWMutex
+}
+
+// Create calls CreateFunc.
+func (mock *LinksMock) Create(ctx context.Context, r ehr.LinkRequest) (ehr.PersonLink, error) {
+	if mock.CreateFunc == nil {
+		panic("LinksMock.CreateFunc: method is nil but Links.Create was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		R   ehr.LinkRequest
+	}{
+		Ctx: ctx,
+		R:   r,
+	}
+	mock.lockCreate.Lock()
+	mock.calls.Create = append(mock.calls.Create, callInfo)
+	mock.lockCreate.Unlock()
+	return mock.CreateFunc(ctx, r)
+}
+
+// CreateCalls gets all the calls that were made to Create.
+// Check the length with:
+//
+//	len(mockedLinks.CreateCalls())
+func (mock *LinksMock) CreateCalls() []struct {
+	Ctx context.Context
+	R   ehr.LinkRequest
+} {
+	var calls []struct {
+		Ctx context.Context
+		R   ehr.LinkRequest
+	}
+	mock.lockCreate.RLock()
+	calls = mock.calls.Create
+	mock.lockCreate.RUnlock()
+	return calls
+}
+
+// Delete calls DeleteFunc.
+func (mock *LinksMock) Delete(ctx context.Context, businessMoqParam string, id string) (ehr.PersonLink, error) {
+	if mock.DeleteFunc == nil {
+		panic("LinksMock.DeleteFunc: method is nil but Links.Delete was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+	}
+	mock.lockDelete.Lock()
+	mock.calls.Delete = append(mock.calls.Delete, callInfo)
+	mock.lockDelete.Unlock()
+	return mock.DeleteFunc(ctx, businessMoqParam, id)
+}
+
+// DeleteCalls gets all the calls that were made to Delete.
+// Check the length with:
+//
+//	len(mockedLinks.DeleteCalls())
+func (mock *LinksMock) DeleteCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}
+	mock.lockDelete.RLock()
+	calls = mock.calls.Delete
+	mock.lockDelete.RUnlock()
+	return calls
+}
+
+// List calls ListFunc.
+func (mock *LinksMock) List(ctx context.Context, businessMoqParam string, p ehr.PageRequest) (ehr.Page[ehr.PersonLink], error) {
+	if mock.ListFunc == nil {
+		panic("LinksMock.ListFunc: method is nil but Links.List was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		P                ehr.PageRequest
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		P:                p,
+	}
+	mock.lockList.Lock()
+	mock.calls.List = append(mock.calls.List, callInfo)
+	mock.lockList.Unlock()
+	return mock.ListFunc(ctx, businessMoqParam, p)
+}
+
+// ListCalls gets all the calls that were made to List.
+// Check the length with:
+//
+//	len(mockedLinks.ListCalls())
+func (mock *LinksMock) ListCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	P                ehr.PageRequest
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		P                ehr.PageRequest
+	}
+	mock.lockList.RLock()
+	calls = mock.calls.List
+	mock.lockList.RUnlock()
+	return calls
+}

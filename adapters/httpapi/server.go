@@ -1,4 +1,4 @@
-//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search Scheduling
+//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search Scheduling Links
 
 // Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
 // middleware and handlers. It calls the use cases through package ports and
@@ -35,6 +35,8 @@ type Config struct {
 	Business   ports.Business
 	Search     ports.Search
 	Scheduling ports.Scheduling
+	// Links is the person links of /api/v1/person-links.
+	Links ports.Links
 	// Tenancy resolves the acting business of search, appointment and
 	// agent requests; nil acts for none (unit tests only).
 	Tenancy  ports.Tenancy
@@ -67,6 +69,7 @@ type Server struct {
 	business     ports.Business
 	searcher     ports.Search
 	scheduling   ports.Scheduling
+	links        ports.Links
 	tenancy      ports.Tenancy
 	auditor      Auditor
 	ready        func(ctx context.Context) error
@@ -91,6 +94,7 @@ func New(cfg Config) *Server {
 		business:     cfg.Business,
 		searcher:     cfg.Search,
 		scheduling:   cfg.Scheduling,
+		links:        cfg.Links,
 		tenancy:      cfg.Tenancy,
 		auditor:      cfg.Audit,
 		ready:        cfg.Ready,
@@ -128,6 +132,7 @@ func New(cfg Config) *Server {
 
 	r.Handle("/api/v1/search", noStore(s.audited(audit.PatientSearch, "patient", s.acting(ehr.UseSearch, s.search)))).Methods(http.MethodPost)
 	s.schedulingRoutes(r)
+	s.linkRoutes(r)
 
 	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {
 		return noStore(s.audited(action, "blob", h))

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -320,22 +319,48 @@ func (s *Store) Listen(ctx context.Context, fn func(), onError func(error)) {
 }
 
 func (s *Store) listen(ctx context.Context, fn func()) error {
+	return s.listenOn(ctx, EventsChannel, fn, func(string) { fn() })
+}
+
+// listenOn listens on channel over a connection of its own, outside the
+// pool: it calls up once LISTEN holds (whatever was committed before is
+// then for the caller to read), and notified with the payload of each
+// notification, until ctx is done (nil) or the connection fails (or stops
+// answering the ping sent after each quiet listenHeartbeat).
+func (s *Store) listenOn(ctx context.Context, channel string, up func(), notified func(payload string)) error {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return fmt.Errorf("listen for events: %w", err)
+		return fmt.Errorf("listen on %s: %w", channel, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, `LISTEN `+EventsChannel); err != nil {
-		return fmt.Errorf("listen for events: %w", err)
+	if _, err := conn.Exec(ctx, `LISTEN `+channel); err != nil {
+		return fmt.Errorf("listen on %s: %w", channel, err)
 	}
-	fn() // what was written while not listening
+	up()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return fmt.Errorf("wait for events: %w", err)
+		wait, cancel := context.WithTimeout(ctx, listenHeartbeat)
+		n, err := conn.WaitForNotification(wait)
+		cancel()
+		switch {
+		case err == nil:
+			notified(n.Payload)
+			continue
+		case ctx.Err() != nil:
+			return nil
+		case wait.Err() == nil:
+			return fmt.Errorf("wait for notifications on %s: %w", channel, err)
 		}
-		fn()
+		// Quiet for a while: a connection that died without a word (a
+		// half-open TCP connection) would go on waiting; it must answer.
+		ping, cancel := context.WithTimeout(ctx, listenHeartbeat/3)
+		err = conn.Ping(ping)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("listening connection on %s: %w", channel, err)
+		}
 	}
 }
+
+// listenHeartbeat is how long a listening connection may be quiet before it
+// is asked to answer.
+const listenHeartbeat = 15 * time.Second

@@ -30,11 +30,13 @@ const (
 	AppointmentList       Action = "appointment.list"
 	AppointmentCancel     Action = "appointment.cancel"
 	AppointmentReschedule Action = "appointment.reschedule"
+	PersonLink            Action = "person.link"
+	PersonUnlink          Action = "person.unlink"
 )
 
 // Actions lists every action.
 var Actions = []Action{BlobUpload, BlobDownload, BlobMetadata, BlobDelete, PatientSearch,
-	AppointmentCreate, AppointmentList, AppointmentCancel, AppointmentReschedule}
+	AppointmentCreate, AppointmentList, AppointmentCancel, AppointmentReschedule, PersonLink, PersonUnlink}
 
 // ErrUnavailable is a request refused because its audit event could not
 // be written: nothing was done.

@@ -33,6 +33,11 @@ const (
 	UseAppointments     // GET /appointment
 	UseChange           // cancel, reschedule
 	UseAgents           // /agents…
+	// UseLinks is /api/v1/person-links: a member's decision is always
+	// for one business, so the general rule applies even in a
+	// single-practice deployment (the header, else the caller's only
+	// membership, else business_required), and only as a member.
+	UseLinks
 )
 
 // The failures of the acting business.
@@ -65,7 +70,13 @@ func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (context.Con
 	if !ok {
 		return ctx, "", core.ErrUnauthenticated
 	}
-	id, err := acting(ctx, t.practices, actor.Subject, strings.ToLower(requested), patientContext(actor, u), t.systems.MultiPractice())
+	if u == UseLinks {
+		if err := linkScope(actor); err != nil {
+			return ctx, "", err
+		}
+	}
+	multi := t.systems.MultiPractice() || u == UseLinks
+	id, err := acting(ctx, t.practices, actor.Subject, strings.ToLower(requested), patientContext(actor, u), multi)
 	if err != nil {
 		return ctx, "", err
 	}
@@ -112,7 +123,7 @@ func acting(ctx context.Context, p Practices, subject, requested string, patient
 
 // patientContext reports whether the caller acts in patient context on u:
 // for appointments, when only its patient scope grants the call; for
-// agents, when it has any patient scope.
+// agents, when it has any patient scope; never for search and person links.
 func patientContext(a core.Actor, u Use) bool {
 	var perm byte
 	switch u {

@@ -205,3 +205,53 @@ func TestReconcile_SettlesAHoldInTheEHROfItsBusiness(t *testing.T) {
 		t.Fatalf("the booking is recorded for its business: %v", ids)
 	}
 }
+
+func TestActing_PersonLinksActForAMembershipInEveryDeployment(t *testing.T) {
+	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+	p := practices{"staff-a": {a}, "staff-ab": {a, b}}
+	single, multiple := FixedSystems{}, multi{a: {}, b: {}}
+	staff := func(sub string) context.Context {
+		return core.WithActor(context.Background(), core.Actor{Subject: sub, Scopes: core.ParseScopes("user/Patient.u")})
+	}
+	patient := func(sub string) context.Context {
+		return core.WithActor(context.Background(), core.Actor{Subject: sub, Scopes: core.ParseScopes("patient/*.cruds")})
+	}
+	for _, tc := range []struct {
+		name      string
+		systems   Systems
+		ctx       context.Context
+		requested string
+		want      string
+		err       error
+	}{
+		{"single: only membership, none named", single, staff("staff-a"), "", a, nil},
+		{"single: two memberships, none named", single, staff("staff-ab"), "", "", ErrBusinessRequired},
+		{"single: two memberships, one named", single, staff("staff-ab"), b, b, nil},
+		{"single: named in upper case", single, staff("staff-ab"), strings.ToUpper(b), b, nil},
+		{"single: no membership", single, staff("stranger"), "", "", ErrBusinessRequired},
+		{"single: naming another business", single, staff("staff-a"), b, "", ErrBusinessNotFound},
+		{"single: a patient naming a business has no scope", single, patient("p"), a, "", core.ErrInsufficientScope},
+		{"single: a patient with a user scope is no member", single, core.WithActor(context.Background(), core.Actor{Subject: "p",
+			Scopes: core.ParseScopes("patient/*.cruds user/Patient.u")}), a, "", ErrBusinessNotFound},
+		{"multi: only membership", multiple, staff("staff-a"), "", a, nil},
+		{"multi: two memberships, none named", multiple, staff("staff-ab"), "", "", ErrBusinessRequired},
+		{"multi: naming another business", multiple, staff("staff-a"), b, "", ErrBusinessNotFound},
+		{"multi: a patient naming a business has no scope", multiple, patient("p"), b, "", core.ErrInsufficientScope},
+		{"no scope: refused before the business", single, core.WithActor(context.Background(), core.Actor{Subject: "stranger",
+			Scopes: core.ParseScopes("user/Patient.rs")}), "", "", core.ErrInsufficientScope},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got, err := NewTenancy(tc.systems, p).Act(tc.ctx, tc.requested, UseLinks)
+			if got != tc.want || !errors.Is(err, tc.err) {
+				t.Fatalf("Act = %q, %v; want %q, %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+	// The other uses resolve as before in a single-practice deployment:
+	// no business named, none acted for.
+	for _, u := range []Use{UseSearch, UseBook, UseAppointments, UseChange, UseAgents} {
+		if _, got, err := NewTenancy(single, p).Act(staff("staff-a"), "", u); got != "" || err != nil {
+			t.Errorf("use %d: %q, %v; want none", u, got, err)
+		}
+	}
+}

@@ -141,13 +141,23 @@ func checkLinks(ctx context.Context, business string) (core.Actor, error) {
 	if !ok {
 		return core.Actor{}, core.ErrUnauthenticated
 	}
-	if !actor.Allows(core.ContextUser, "Patient", core.PermUpdate) && !actor.Allows(core.ContextSystem, "Patient", core.PermUpdate) {
-		return core.Actor{}, core.InsufficientScope("user/Patient.u")
+	if err := linkScope(actor); err != nil {
+		return core.Actor{}, err
 	}
 	if business == "" {
 		return core.Actor{}, ErrBusinessRequired
 	}
 	return actor, nil
+}
+
+// linkScope allows the person-links calls to a caller with u on Patient in
+// context user or system. Tenancy asks it before the acting business, so a
+// caller without it learns that first.
+func linkScope(actor core.Actor) error {
+	if !actor.Allows(core.ContextUser, "Patient", core.PermUpdate) && !actor.Allows(core.ContextSystem, "Patient", core.PermUpdate) {
+		return core.InsufficientScope("user/Patient.u")
+	}
+	return nil
 }
 
 // validate checks r: a known decision, two different records, each of a
