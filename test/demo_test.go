@@ -145,32 +145,6 @@ func checkDemoRecords(t *testing.T, s *server, tok string, d *demoehr.Demo, pers
 	}
 }
 
-// matchAnswer is a search answer of people with what matching says of
-// them.
-type matchAnswer struct {
-	Status string `json:"status"`
-	Data   struct {
-		Results []struct {
-			ID      string `json:"id"`
-			Sources []struct {
-				Source    string `json:"source"`
-				PatientID string `json:"patientId"`
-			} `json:"sources"`
-			Match *struct {
-				Grade   string   `json:"grade"`
-				Score   float64  `json:"score"`
-				Reasons []string `json:"reasons"`
-			} `json:"match"`
-			PossibleMatches []struct {
-				PersonID string   `json:"personId"`
-				Score    float64  `json:"score"`
-				Reasons  []string `json:"reasons"`
-			} `json:"possibleMatches"`
-		} `json:"results"`
-		TotalCount int `json:"totalCount"`
-	} `json:"data"`
-}
-
 // The matching cases of `make run`'s demo (demoehr.Cases), searched as it
 // prints them, acting for practice A (both systems serve it): the typo
 // pair is one person (certain), the namesakes and the household two each

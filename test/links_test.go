@@ -139,9 +139,11 @@ func TestPersonLinks_AMemberDecidesForItsPracticeOnly(t *testing.T) {
 	}
 }
 
-// matchAnswer is a search answer with what matching says of each person.
+// matchAnswer is a search answer of people with what matching says of
+// each (the demo's tests read it too).
 type matchAnswer struct {
-	Data struct {
+	Status string `json:"status"`
+	Data   struct {
 		Results []struct {
 			ID      string `json:"id"`
 			Sources []struct {
@@ -157,9 +159,12 @@ type matchAnswer struct {
 				Reasons []string `json:"reasons"`
 			} `json:"match"`
 			PossibleMatches []struct {
-				PersonID string `json:"personId"`
+				PersonID string   `json:"personId"`
+				Score    float64  `json:"score"`
+				Reasons  []string `json:"reasons"`
 			} `json:"possibleMatches"`
 		} `json:"results"`
+		TotalCount int `json:"totalCount"`
 	} `json:"data"`
 	Metadata struct {
 		CacheHit bool `json:"cacheHit"`
