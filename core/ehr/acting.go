@@ -76,11 +76,33 @@ func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (context.Con
 		}
 	}
 	multi := t.systems.MultiPractice() || u == UseLinks
-	id, err := acting(ctx, t.practices, actor.Subject, strings.ToLower(requested), patientContext(actor, u), multi)
+	var id string
+	var err error
+	if u == UseSearch && requested == "" && !multi {
+		id, err = soleBusiness(ctx, t.practices, actor.Subject)
+	} else {
+		id, err = acting(ctx, t.practices, actor.Subject, strings.ToLower(requested), patientContext(actor, u), multi)
+	}
 	if err != nil {
 		return ctx, "", err
 	}
 	return context.WithValue(ctx, actingKey{}, id), id, nil
+}
+
+// soleBusiness is what a search names no business for in a
+// single-practice deployment: the caller's only membership, so that its
+// practice's person links apply, as they do to the links it makes
+// (UseLinks); "" when it is a member of none or several (the search works
+// for any caller, as before).
+func soleBusiness(ctx context.Context, p Practices, subject string) (string, error) {
+	mine, err := p.BusinessesOf(ctx, subject)
+	if err != nil {
+		return "", fmt.Errorf("read memberships: %w", err)
+	}
+	if len(mine) == 1 {
+		return strings.ToLower(mine[0]), nil
+	}
+	return "", nil
 }
 
 // acting is the policy: the requested business when the caller may act for

@@ -249,9 +249,16 @@ func TestActing_PersonLinksActForAMembershipInEveryDeployment(t *testing.T) {
 	}
 	// The other uses resolve as before in a single-practice deployment:
 	// no business named, none acted for.
-	for _, u := range []Use{UseSearch, UseBook, UseAppointments, UseChange, UseAgents} {
+	for _, u := range []Use{UseBook, UseAppointments, UseChange, UseAgents} {
 		if _, got, err := NewTenancy(single, p).Act(staff("staff-a"), "", u); got != "" || err != nil {
 			t.Errorf("use %d: %q, %v; want none", u, got, err)
+		}
+	}
+	// A search naming none acts for the caller's only membership (its
+	// links apply), else for none, and is never refused for it.
+	for _, c := range []struct{ caller, want string }{{"staff-a", a}, {"staff-ab", ""}, {"stranger", ""}} {
+		if _, got, err := NewTenancy(single, p).Act(staff(c.caller), "", UseSearch); got != c.want || err != nil {
+			t.Errorf("search by %s: %q, %v; want %q", c.caller, got, err, c.want)
 		}
 	}
 }
