@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/maphash"
 	"slices"
 )
 
@@ -55,6 +56,8 @@ type matcher struct {
 	// certain pairs each cluster was joined by.
 	confirmed map[int]bool
 	edges     map[int][]comparison
+	// members are the records of each root's cluster, in the order given.
+	members [][]int
 }
 
 type pair struct {
@@ -64,10 +67,12 @@ type pair struct {
 
 func newMatcher(records []Patient) *matcher {
 	m := &matcher{records: records, traits: make([]traits, len(records)), parent: make([]int, len(records)),
-		confirmed: map[int]bool{}, edges: map[int][]comparison{}}
+		confirmed: map[int]bool{}, edges: map[int][]comparison{}, members: make([][]int, len(records))}
+	norm := newNormaliser(len(records))
 	for i, r := range records {
-		m.traits[i] = traitsOf(r)
+		m.traits[i] = norm.traitsOf(r)
 		m.parent[i] = i
+		m.members[i] = []int{i}
 	}
 	return m
 }
@@ -87,6 +92,9 @@ func (m *matcher) union(a, b int) int {
 		a, b = b, a
 	}
 	m.parent[b] = a
+	m.members[a] = append(m.members[a], m.members[b]...)
+	slices.Sort(m.members[a])
+	m.members[b] = nil
 	if m.confirmed[b] {
 		m.confirmed[a] = true
 	}
@@ -145,17 +153,8 @@ func (m *matcher) joinCertain(p pair) {
 	if a == b || m.keptApart(a, b) {
 		return
 	}
-	var inA, inB []int
-	for k := range m.records {
-		switch m.find(k) {
-		case a:
-			inA = append(inA, k)
-		case b:
-			inB = append(inB, k)
-		}
-	}
-	for _, x := range inA {
-		for _, y := range inB {
+	for _, x := range m.members[a] {
+		for _, y := range m.members[b] {
 			if (x != p.i || y != p.j) && (x != p.j || y != p.i) && compare(&m.traits[x], &m.traits[y]).vetoed {
 				return
 			}
@@ -173,12 +172,16 @@ func (m *matcher) candidates() []pair {
 	// The blocks as linked lists: a block's last entry, each entry's
 	// record and the entry before it in its block.
 	n := len(m.records)
-	index := make(map[blockKey]int32, 4*n)
-	var last, record, prev []int32
+	// Keys are hashed: two keys that collide only make one block of two,
+	// whose pairs are compared all the same.
+	index := make(map[uint64]int32, 4*n)
+	seed := maphash.MakeSeed()
+	last, record, prev := make([]int32, 0, 4*n), make([]int32, 0, 8*n), make([]int32, 0, 8*n)
 	var keys []blockKey
 	for i := range m.traits {
 		keys = blockingKeys(&m.traits[i], keys[:0])
-		for _, k := range keys {
+		for _, key := range keys {
+			k := maphash.Comparable(seed, key)
 			b, ok := index[k]
 			if !ok {
 				b = int32(len(last))
@@ -247,20 +250,17 @@ func blockingKeys(t *traits, keys []blockKey) []blockKey {
 // people builds one Person per cluster, with its match and its possible
 // matches among pairs, sorted.
 func (m *matcher) people(pairs []pair) []Person {
-	members := map[int][]int{}
 	var roots []int
 	for i := range m.records {
-		r := m.find(i)
-		if _, ok := members[r]; !ok {
-			roots = append(roots, r)
+		if m.find(i) == i {
+			roots = append(roots, i)
 		}
-		members[r] = append(members[r], i)
 	}
 	people := make([]Person, len(roots))
 	at := make(map[int]int, len(roots)) // root → index in people
 	for k, r := range roots {
-		people[k] = person(m.records, members[r])
-		people[k].Match = m.match(r, len(members[r]))
+		people[k] = person(m.records, m.members[r])
+		people[k].Match = m.match(r, len(m.members[r]))
 		at[r] = k
 	}
 	// The strongest pair between two people, unless a link keeps them apart.
@@ -318,16 +318,23 @@ func (m *matcher) match(root, n int) *Match {
 // others), every record's identifiers, telecom and addresses once.
 func person(records []Patient, idx []int) Person {
 	head := records[idx[0]]
-	p := Person{Name: head.Name, BirthDate: head.BirthDate, Gender: head.Gender, PossibleMatches: []PossibleMatch{}}
+	p := Person{Name: head.Name, BirthDate: head.BirthDate, Gender: head.Gender, LastUpdated: head.LastUpdated,
+		PossibleMatches: []PossibleMatch{}, Sources: make([]SourceRef, 0, len(idx))}
 	if p.Name.Given == nil {
 		p.Name.Given = []string{}
 	}
-	for _, i := range idx {
+	// The head's lists as they are when they hold nothing twice (most
+	// people are one record), else merged.
+	p.Identifiers, p.Telecom, p.Address = distinct(head.Identifiers), distinct(head.Telecom), distinctAddresses(head.Address)
+	for k, i := range idx {
 		r := records[i]
 		p.Sources = append(p.Sources, SourceRef{Source: r.Source, PatientID: r.ID})
-		p.Identifiers = appendNew(p.Identifiers, r.Identifiers...)
-		p.Telecom = appendNew(p.Telecom, r.Telecom...)
-		p.Address = appendAddresses(p.Address, r.Address...)
+		if k == 0 {
+			continue
+		}
+		p.Identifiers = appendNew(slices.Clip(p.Identifiers), r.Identifiers...)
+		p.Telecom = appendNew(slices.Clip(p.Telecom), r.Telecom...)
+		p.Address = appendAddresses(slices.Clip(p.Address), r.Address...)
 		if r.LastUpdated.After(p.LastUpdated) {
 			p.LastUpdated = r.LastUpdated
 		}
@@ -341,17 +348,47 @@ func person(records []Patient, idx []int) Person {
 	return p
 }
 
+// distinct is s when nothing in it is there twice, else its values once
+// each (a new slice: the EHR's own stays as it was).
+func distinct[T comparable](s []T) []T {
+	for i, v := range s {
+		if slices.Contains(s[:i], v) {
+			return appendNew(nil, s...)
+		}
+	}
+	return s
+}
+
+// distinctAddresses is as distinct, for addresses (whose lines are never
+// nil in a Person).
+func distinctAddresses(as []Address) []Address {
+	for i, a := range as {
+		if a.Line == nil || slices.ContainsFunc(as[:i], func(b Address) bool { return sameAddress(a, b) }) {
+			return appendAddresses(nil, as...)
+		}
+	}
+	return as
+}
+
+func sameAddress(a, b Address) bool {
+	return slices.Equal(a.Line, b.Line) && a.City == b.City && a.State == b.State && a.PostalCode == b.PostalCode && a.Country == b.Country
+}
+
 // personID hashes the records of a person, sorted.
 func personID(refs []SourceRef) string {
-	sorted := slices.Clone(refs)
-	slices.SortFunc(sorted, func(a, b SourceRef) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.PatientID, b.PatientID))
-	})
-	h := sha256.New()
-	for _, r := range sorted {
-		h.Write([]byte(r.Source + "\x00" + r.PatientID + "\x00"))
+	sorted := refs
+	if len(refs) > 1 {
+		sorted = slices.Clone(refs)
+		slices.SortFunc(sorted, func(a, b SourceRef) int {
+			return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.PatientID, b.PatientID))
+		})
 	}
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	var b []byte
+	for _, r := range sorted {
+		b = append(append(append(append(b, r.Source...), 0), r.PatientID...), 0)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }
 
 func nonNil[T any](s []T) []T {
@@ -372,9 +409,7 @@ func appendNew[T comparable](dst []T, src ...T) []T {
 
 func appendAddresses(dst []Address, src ...Address) []Address {
 	for _, a := range src {
-		if !slices.ContainsFunc(dst, func(b Address) bool {
-			return slices.Equal(a.Line, b.Line) && a.City == b.City && a.State == b.State && a.PostalCode == b.PostalCode && a.Country == b.Country
-		}) {
+		if !slices.ContainsFunc(dst, func(b Address) bool { return sameAddress(a, b) }) {
 			if a.Line == nil {
 				a.Line = []string{}
 			}

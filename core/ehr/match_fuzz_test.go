@@ -21,7 +21,7 @@ func FuzzTraits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, family, given, phone, line string) {
 		p := Patient{Name: HumanName{Family: family, Given: []string{given}},
 			Telecom: []ContactPoint{{System: "phone", Value: phone}}, Address: []Address{{Line: []string{line}, PostalCode: "62701"}}}
-		tr := traitsOf(p)
+		tr := newNormaliser(1).traitsOf(p)
 		for _, n := range tr.phones {
 			digits := strings.TrimPrefix(n, "+")
 			if digits == "" || strings.Trim(digits, "0123456789") != "" {

@@ -22,7 +22,7 @@ type traits struct {
 	family     string   // letters of the family name, suffix dropped
 	given      string   // letters of the first given name
 	givenFirst string   // letters of its first word ("mary" of "Mary Ann")
-	nicknames  []string // the given names givenFirst may stand for ("william" for "bill"), itself included
+	nicknames  []string // the given names givenFirst may stand for ("william" for "bill"), itself included; nil when it is in no nickname list
 	suffix     string   // jr, sr, ii, iii, iv; "" when none
 	birth      string   // YYYY-MM-DD; "" when unknown or partial
 	birthDays  string   // its month-day and day-month, the smaller first: the blocking key of a swap
@@ -34,8 +34,31 @@ type traits struct {
 	idSystems  []string // the systems of ids, once each
 }
 
+// normaliser normalises the records of one answer: their lists of values
+// are cut from one slice (arena), and each name or line is folded once
+// however many records write it (a name search's answer repeats them).
+type normaliser struct {
+	arena  []string
+	folded map[string]string
+}
+
+func newNormaliser(records int) *normaliser {
+	return &normaliser{arena: make([]string, 0, 8*records), folded: make(map[string]string, 2*records)}
+}
+
+// fold is foldName(s), remembered.
+func (n *normaliser) fold(s string) string {
+	f, ok := n.folded[s]
+	if !ok {
+		f = foldName(s)
+		n.folded[s] = f
+	}
+	return f
+}
+
 // traitsOf normalises p.
-func traitsOf(p Patient) traits {
+func (n *normaliser) traitsOf(p Patient) traits {
+	arena := &n.arena
 	var t traits
 	family, given := p.Name.Family, ""
 	if len(p.Name.Given) > 0 {
@@ -48,18 +71,15 @@ func traitsOf(p Patient) traits {
 		}
 	}
 	var buf [8]string
-	fam := appendWords(buf[:0], family)
+	fam := appendWords(buf[:0], n.fold(family))
 	for len(fam) > 1 && suffixOf(fam[len(fam)-1]) != "" {
 		t.suffix = suffixOf(fam[len(fam)-1])
 		fam = fam[:len(fam)-1]
 	}
 	t.family = concat(fam)
-	if giv := appendWords(buf[:0], given); len(giv) > 0 {
+	if giv := appendWords(buf[:0], n.fold(given)); len(giv) > 0 {
 		t.given, t.givenFirst = concat(giv), giv[0]
 		t.nicknames = nicknames[t.givenFirst]
-		if t.nicknames == nil {
-			t.nicknames = []string{t.givenFirst}
-		}
 	}
 	for _, s := range p.Name.Suffix {
 		if sfx := suffixOf(foldName(s)); sfx != "" {
@@ -79,40 +99,54 @@ func traitsOf(p Patient) traits {
 		t.birthDays = min(md, dm) + max(md, dm)
 	}
 	t.gender = p.Gender
+	// The lists of normalised values are cut from one slice, list by list.
+	list := func(from int) []string { return (*arena)[from:len(*arena):len(*arena)] }
+	from := len(*arena)
 	for _, c := range p.Telecom {
-		switch strings.ToLower(c.System) {
-		case "phone", "sms":
+		if isSystem(c.System, "phone") || isSystem(c.System, "sms") {
 			if n := NationalPhone(c.Value); n != "" {
-				t.phones = appendOnce(t.phones, n)
-			}
-		case "email":
-			if e := strings.ToLower(strings.TrimSpace(c.Value)); strings.Contains(e, "@") {
-				t.emails = appendOnce(t.emails, e)
+				appendOnce(arena, from, n)
 			}
 		}
 	}
+	t.phones, from = list(from), len(*arena)
+	for _, c := range p.Telecom {
+		if e := strings.ToLower(strings.TrimSpace(c.Value)); isSystem(c.System, "email") && strings.Contains(e, "@") {
+			appendOnce(arena, from, e)
+		}
+	}
+	t.emails, from = list(from), len(*arena)
 	for _, a := range p.Address {
-		if k := addressKey(a); k != "" {
-			t.addresses = appendOnce(t.addresses, k)
+		if k := addressKey(a, n.fold); k != "" {
+			appendOnce(arena, from, k)
 		}
 	}
+	t.addresses, from = list(from), len(*arena)
 	for _, id := range p.Identifiers {
-		sys, val := strings.ToLower(strings.TrimSpace(id.System)), strings.TrimSpace(id.Value)
-		if sys != "" && val != "" {
-			t.ids = appendOnce(t.ids, sys+"|"+val)
-			t.idSystems = appendOnce(t.idSystems, sys)
+		if sys, val := identifierSystem(id), strings.TrimSpace(id.Value); sys != "" && val != "" {
+			appendOnce(arena, from, sys+"|"+val)
 		}
 	}
+	t.ids, from = list(from), len(*arena)
+	for _, id := range p.Identifiers {
+		if sys := identifierSystem(id); sys != "" && strings.TrimSpace(id.Value) != "" {
+			appendOnce(arena, from, sys)
+		}
+	}
+	t.idSystems = list(from)
 	return t
 }
 
-func appendOnce(list []string, s string) []string {
-	for _, v := range list {
-		if v == s {
-			return list
-		}
+func isSystem(s, want string) bool { return strings.EqualFold(strings.TrimSpace(s), want) }
+
+// identifierSystem is an identifier's system as matching compares it.
+func identifierSystem(id Identifier) string { return strings.ToLower(strings.TrimSpace(id.System)) }
+
+// appendOnce appends s to *arena unless it is among (*arena)[from:].
+func appendOnce(arena *[]string, from int, s string) {
+	if !slices.Contains((*arena)[from:], s) {
+		*arena = append(*arena, s)
 	}
-	return append(list, s)
 }
 
 // foldAccents takes the marks off letters (é → e) the way Unicode
@@ -155,9 +189,9 @@ func foldName(s string) string {
 // nameWords are the words of a name, folded.
 func nameWords(s string) []string { return strings.Fields(foldName(s)) }
 
-// appendWords appends the words of s, folded, to words.
-func appendWords(words []string, s string) []string {
-	for w := range strings.FieldsSeq(foldName(s)) {
+// appendWords appends the words of folded to words.
+func appendWords(words []string, folded string) []string {
+	for w := range strings.FieldsSeq(folded) {
 		words = append(words, w)
 	}
 	return words
@@ -230,7 +264,7 @@ func NationalPhone(s string) string {
 // folded, with street types, directions and unit words abbreviated as the
 // US Postal Service does, and the first five characters of its postal
 // code; "" when either is missing.
-func addressKey(a Address) string {
+func addressKey(a Address, fold func(string) string) string {
 	var line string
 	for _, l := range a.Line {
 		if line = strings.TrimSpace(l); line != "" {
@@ -246,7 +280,7 @@ func addressKey(a Address) string {
 	}
 	var b strings.Builder
 	b.Grow(len(line) + 1 + len(postal))
-	for w := range strings.FieldsSeq(foldName(line)) {
+	for w := range strings.FieldsSeq(fold(line)) {
 		if abbr, ok := streetWords[w]; ok {
 			w = abbr
 		}

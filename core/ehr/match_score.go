@@ -197,6 +197,12 @@ func oneTypo(a, b string) bool {
 // sameNickname reports whether the first given names may name one person
 // (Bill and William).
 func sameNickname(a, b *traits) bool {
+	switch {
+	case a.nicknames == nil:
+		return slices.Contains(b.nicknames, a.givenFirst)
+	case b.nicknames == nil:
+		return slices.Contains(a.nicknames, b.givenFirst)
+	}
 	for _, n := range a.nicknames {
 		if slices.Contains(b.nicknames, n) {
 			return true

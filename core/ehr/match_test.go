@@ -306,14 +306,14 @@ func TestTraits_Normalise(t *testing.T) {
 		{Patient{Name: HumanName{Text: "Ana María Gómez"}}, "gomez ana ana -"},
 	}
 	for _, c := range cases {
-		tr := traitsOf(c.in)
+		tr := newNormaliser(1).traitsOf(c.in)
 		got := fmt.Sprintf("%s %s %s %s", tr.family, tr.given, tr.givenFirst, cmpOr(tr.suffix, "-"))
 		if got != c.want {
 			t.Errorf("%+v: %q, want %q", c.in.Name, got, c.want)
 		}
 	}
-	a := addressKey(Address{Line: []string{"12 North Elm Street, Apartment 4"}, PostalCode: "62701-1234"})
-	b := addressKey(Address{Line: []string{"12 N. Elm St Apt 4"}, PostalCode: "62701"})
+	a := addressKey(Address{Line: []string{"12 North Elm Street, Apartment 4"}, PostalCode: "62701-1234"}, foldName)
+	b := addressKey(Address{Line: []string{"12 N. Elm St Apt 4"}, PostalCode: "62701"}, foldName)
 	if a != b || a != "12 n elm st apt 4|62701" {
 		t.Errorf("addresses %q and %q", a, b)
 	}

@@ -452,14 +452,34 @@ func sortPeople(people []Person) {
 	}
 	ks := make([]keyed, len(people))
 	for i, p := range people {
-		ks[i] = keyed{family: strings.ToLower(p.Name.Family), given: strings.ToLower(strings.Join(p.Name.Given, " ")), birth: p.BirthDate, id: p.ID, i: i}
+		given := ""
+		switch len(p.Name.Given) {
+		case 0:
+		case 1:
+			given = p.Name.Given[0]
+		default:
+			given = strings.Join(p.Name.Given, " ")
+		}
+		ks[i] = keyed{family: strings.ToLower(p.Name.Family), given: strings.ToLower(given), birth: p.BirthDate, id: p.ID, i: i}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
 		return cmp.Or(cmp.Compare(a.family, b.family), cmp.Compare(a.given, b.given), cmp.Compare(a.birth, b.birth), cmp.Compare(a.id, b.id))
 	})
-	sorted := make([]Person, len(people))
-	for j, k := range ks {
-		sorted[j] = people[k.i]
+	// Move each person to its place, cycle by cycle (position j takes the
+	// person at ks[j].i), without a second slice of people.
+	for j := range ks {
+		if ks[j].i < 0 {
+			continue
+		}
+		held, k := people[j], j
+		for {
+			src := ks[k].i
+			ks[k].i = -1
+			if src == j {
+				people[k] = held
+				break
+			}
+			people[k], k = people[src], src
+		}
 	}
-	copy(people, sorted)
 }
