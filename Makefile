@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: run stop test build generate check-generated lint bench fuzz clean
+.PHONY: run stop test build generate check-generated lint bench bench-baseline fuzz clean
 
 ## run: start the service on the embedded defaults and print how to call it
 run:
@@ -58,6 +58,18 @@ bench:
 	@$(GO) test -run '^$$' -bench RefuseDeepJSON -benchmem ./adapters/httpapi
 	@echo "== matching: quality on a synthetic population, time for one answer (3 systems x 100 records)"
 	@$(GO) test -run '^$$' -bench 'MatchAnswer|MatchQuality' -benchtime 1x ./core/ehr/matchtest
+
+## bench-baseline: cached search of this build beside the build of BASELINE (a commit; default the
+## last before matching), side by side in alternating rounds
+BASELINE ?= 486eb5f
+bench-baseline:
+	@bash scripts/ensure-services.sh
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; } >&2
+	@dir=$$(mktemp -d) && trap 'git worktree remove --force $$dir/src >/dev/null 2>&1; rm -rf $$dir' EXIT && \
+		git worktree add -q --detach $$dir/src $(BASELINE) && \
+		(cd $$dir/src && $(GO) build -o $$dir/carebridge ./cmd/carebridge) && \
+		VERSITYGW_BIN="$$(bash scripts/install-versitygw.sh)" && export VERSITYGW_BIN && \
+		BASELINE_BIN=$$dir/carebridge $(GO) test -run '^$$' -bench 'SearchBaseline' -benchtime 1x -timeout 20m ./test/bench
 
 ## fuzz: a short run of every fuzz target
 fuzz:
