@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"hash/maphash"
 	"slices"
+	"strings"
+	"sync"
 )
 
 // MatchPeople groups the records of one answer, from one EHR or several,
@@ -68,13 +70,32 @@ type pair struct {
 func newMatcher(records []Patient) *matcher {
 	m := &matcher{records: records, traits: make([]traits, len(records)), parent: make([]int, len(records)),
 		confirmed: map[int]bool{}, edges: map[int][]comparison{}, members: make([][]int, len(records))}
-	norm := newNormaliser(len(records))
-	for i, r := range records {
-		m.traits[i] = norm.traitsOf(r)
+	for i := range records {
 		m.parent[i] = i
 		m.members[i] = []int{i}
 	}
+	// A large answer is normalised in two halves at once (records are
+	// independent): on an idle core that halves the largest step.
+	half := len(records) / 2
+	if len(records) < parallelTraits {
+		half = 0
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { m.normalise(half, len(records)) })
+	m.normalise(0, half)
+	wg.Wait()
 	return m
+}
+
+// parallelTraits is the least number of records normalised in two halves.
+const parallelTraits = 64
+
+// normalise computes the traits of records [from, to).
+func (m *matcher) normalise(from, to int) {
+	norm := newNormaliser(to - from)
+	for i := from; i < to; i++ {
+		m.traits[i] = norm.traitsOf(m.records[i])
+	}
 }
 
 func (m *matcher) find(i int) int {
@@ -250,18 +271,13 @@ func blockingKeys(t *traits, keys []blockKey) []blockKey {
 // people builds one Person per cluster, with its match and its possible
 // matches among pairs, sorted.
 func (m *matcher) people(pairs []pair) []Person {
-	var roots []int
-	for i := range m.records {
-		if m.find(i) == i {
-			roots = append(roots, i)
-		}
-	}
+	roots := m.sortedRoots()
 	people := make([]Person, len(roots))
-	at := make(map[int]int, len(roots)) // root → index in people
+	at := make([]int, len(m.records)) // root → index in people
 	for k, r := range roots {
-		people[k] = person(m.records, m.members[r])
-		people[k].Match = m.match(r, len(m.members[r]))
-		at[r] = k
+		people[k] = person(m.records, m.members[r.root], r.id)
+		people[k].Match = m.match(r.root, len(m.members[r.root]))
+		at[r.root] = k
 	}
 	// The strongest pair between two people, unless a link keeps them apart.
 	best := map[[2]int]comparison{}
@@ -285,8 +301,55 @@ func (m *matcher) people(pairs []pair) []Person {
 			return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.PersonID, b.PersonID))
 		})
 	}
-	sortPeople(people)
 	return people
+}
+
+// root is a cluster's root and its person's id.
+type root struct {
+	root int
+	id   string
+}
+
+// sortedRoots are the clusters' roots in the order of their people: by
+// family name, given names (case aside), birth date and id, each read once
+// from the cluster's first record (its birth date, the first known), so
+// that the people are built in their order.
+func (m *matcher) sortedRoots() []root {
+	type keyed struct {
+		family, given, birth, id string
+		root                     int
+	}
+	var ks []keyed
+	refs := make([]SourceRef, 0, 4)
+	for i := range m.records {
+		if m.find(i) != i {
+			continue
+		}
+		head := m.records[i]
+		k := keyed{family: strings.ToLower(head.Name.Family), root: i}
+		switch len(head.Name.Given) {
+		case 0:
+		case 1:
+			k.given = strings.ToLower(head.Name.Given[0])
+		default:
+			k.given = strings.ToLower(strings.Join(head.Name.Given, " "))
+		}
+		refs = refs[:0]
+		for _, j := range m.members[i] {
+			k.birth = cmp.Or(k.birth, m.records[j].BirthDate)
+			refs = append(refs, SourceRef{Source: m.records[j].Source, PatientID: m.records[j].ID})
+		}
+		k.id = personID(refs)
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.family, b.family), cmp.Compare(a.given, b.given), cmp.Compare(a.birth, b.birth), cmp.Compare(a.id, b.id))
+	})
+	roots := make([]root, len(ks))
+	for i, k := range ks {
+		roots[i] = root{root: k.root, id: k.id}
+	}
+	return roots
 }
 
 // match is the Match of the cluster of root, of n records.
@@ -313,10 +376,10 @@ func (m *matcher) match(root, n int) *Match {
 	return &Match{Grade: grade, Score: score, Reasons: reasons}
 }
 
-// person merges the records idx (in the order given) into one Person: the
-// first record's name, birth date and gender (blanks filled from the
+// person merges the records idx (in the order given) into the Person id:
+// the first record's name, birth date and gender (blanks filled from the
 // others), every record's identifiers, telecom and addresses once.
-func person(records []Patient, idx []int) Person {
+func person(records []Patient, idx []int, id string) Person {
 	head := records[idx[0]]
 	p := Person{Name: head.Name, BirthDate: head.BirthDate, Gender: head.Gender, LastUpdated: head.LastUpdated,
 		PossibleMatches: []PossibleMatch{}, Sources: make([]SourceRef, 0, len(idx))}
@@ -341,7 +404,7 @@ func person(records []Patient, idx []int) Person {
 		p.BirthDate = cmp.Or(p.BirthDate, r.BirthDate)
 		p.Gender = cmp.Or(p.Gender, r.Gender)
 	}
-	p.ID = personID(p.Sources)
+	p.ID = id
 	p.Identifiers = nonNil(p.Identifiers)
 	p.Telecom = nonNil(p.Telecom)
 	p.Address = nonNil(p.Address)

@@ -150,8 +150,11 @@ func appendOnce(arena *[]string, from int, s string) {
 }
 
 // foldAccents takes the marks off letters (é → e) the way Unicode
-// decomposes them.
-var foldAccents = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// decomposes them. A chain keeps state while it transforms: each call
+// has its own.
+func foldAccents() transform.Transformer {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}
 
 // unmarked are the Latin letters that do not decompose into a base letter
 // and a mark.
@@ -162,7 +165,7 @@ var unmarked = strings.NewReplacer("ø", "o", "ł", "l", "đ", "d", "ı", "i", "
 func foldName(s string) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
-			if folded, _, err := transform.String(foldAccents, s); err == nil {
+			if folded, _, err := transform.String(foldAccents(), s); err == nil {
 				s = folded
 			}
 			return strings.Map(func(r rune) rune {

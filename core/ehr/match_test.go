@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -342,4 +343,25 @@ func TestCompareBirth(t *testing.T) {
 			t.Errorf("compareBirth(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
+}
+
+// Answers are matched at once by concurrent searches: normalising accented
+// names shares nothing between them (go test -race).
+func TestMatchPeople_ConcurrentAnswersShareNoState(t *testing.T) {
+	records := patients(
+		rec{ref: "a/1", family: "Gómez-Peña", given: "Zoë", birth: "1980-02-01", phone: "2175550111"},
+		rec{ref: "b/1", family: "Gomez Pena", given: "Zoe", birth: "1980-02-01", phone: "217-555-0111"},
+	)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if got := groups(MatchPeople(records, nil)); got != "a/1+b/1" {
+					t.Errorf("people %s", got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

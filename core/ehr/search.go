@@ -1,7 +1,6 @@
 package ehr
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -440,46 +439,4 @@ func dayKey(d Date) string {
 func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:16])
-}
-
-// sortPeople orders people by family name, given name (case aside),
-// birth date and id, reading each person's keys once and moving small
-// keys, not people, while it sorts.
-func sortPeople(people []Person) {
-	type keyed struct {
-		family, given, birth, id string
-		i                        int
-	}
-	ks := make([]keyed, len(people))
-	for i, p := range people {
-		given := ""
-		switch len(p.Name.Given) {
-		case 0:
-		case 1:
-			given = p.Name.Given[0]
-		default:
-			given = strings.Join(p.Name.Given, " ")
-		}
-		ks[i] = keyed{family: strings.ToLower(p.Name.Family), given: strings.ToLower(given), birth: p.BirthDate, id: p.ID, i: i}
-	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.family, b.family), cmp.Compare(a.given, b.given), cmp.Compare(a.birth, b.birth), cmp.Compare(a.id, b.id))
-	})
-	// Move each person to its place, cycle by cycle (position j takes the
-	// person at ks[j].i), without a second slice of people.
-	for j := range ks {
-		if ks[j].i < 0 {
-			continue
-		}
-		held, k := people[j], j
-		for {
-			src := ks[k].i
-			ks[k].i = -1
-			if src == j {
-				people[k] = held
-				break
-			}
-			people[k], k = people[src], src
-		}
-	}
 }
