@@ -47,7 +47,9 @@ func BenchmarkMatchAnswer(b *testing.B) {
 	}
 	slices.Sort(took)
 	slices.Sort(ref)
-	at := func(d []time.Duration, p float64) float64 { return float64(d[int(p*float64(calls-1))].Nanoseconds()) / 1e3 }
+	at := func(d []time.Duration, p float64) float64 {
+		return float64(d[int(p*float64(calls-1))].Nanoseconds()) / 1e3
+	}
 	fmt.Printf("matching one answer of %d records (%d calls): p50 %.0f µs, p90 %.0f µs, p99 %.0f µs (target <= 2000 µs);\n"+
 		"  a reference of the same median that allocates nothing (SHA-256), interleaved: p50 %.0f µs, p90 %.0f µs, p99 %.0f µs (p99/p50 %.2f; matching's %.2f)\n",
 		len(answers[0]), calls, at(took, 0.5), at(took, 0.9), at(took, 0.99), at(ref, 0.5), at(ref, 0.9), at(ref, 0.99),
