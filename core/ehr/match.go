@@ -58,8 +58,18 @@ type matcher struct {
 	// certain pairs each cluster was joined by.
 	confirmed map[int]bool
 	edges     map[int][]comparison
-	// members are the records of each root's cluster, in the order given.
+	// members are the records of each root's cluster of several, in the
+	// order given (nil for a cluster of one: see of); self[i] is i.
 	members [][]int
+	self    []int
+}
+
+// of is the records of root's cluster.
+func (m *matcher) of(root int) []int {
+	if m.members[root] == nil {
+		return m.self[root : root+1]
+	}
+	return m.members[root]
 }
 
 type pair struct {
@@ -69,10 +79,10 @@ type pair struct {
 
 func newMatcher(records []Patient) *matcher {
 	m := &matcher{records: records, traits: make([]traits, len(records)), parent: make([]int, len(records)),
-		confirmed: map[int]bool{}, edges: map[int][]comparison{}, members: make([][]int, len(records))}
+		confirmed: map[int]bool{}, edges: map[int][]comparison{}, members: make([][]int, len(records)), self: make([]int, len(records))}
 	for i := range records {
 		m.parent[i] = i
-		m.members[i] = []int{i}
+		m.self[i] = i
 	}
 	// A large answer is normalised in two halves at once (records are
 	// independent): on an idle core that halves the largest step.
@@ -113,7 +123,7 @@ func (m *matcher) union(a, b int) int {
 		a, b = b, a
 	}
 	m.parent[b] = a
-	m.members[a] = append(m.members[a], m.members[b]...)
+	m.members[a] = append(slices.Clone(m.of(a)), m.of(b)...)
 	slices.Sort(m.members[a])
 	m.members[b] = nil
 	if m.confirmed[b] {
@@ -174,8 +184,8 @@ func (m *matcher) joinCertain(p pair) {
 	if a == b || m.keptApart(a, b) {
 		return
 	}
-	for _, x := range m.members[a] {
-		for _, y := range m.members[b] {
+	for _, x := range m.of(a) {
+		for _, y := range m.of(b) {
 			if (x != p.i || y != p.j) && (x != p.j || y != p.i) && compare(&m.traits[x], &m.traits[y]).vetoed {
 				return
 			}
@@ -195,7 +205,7 @@ func (m *matcher) candidates() []pair {
 	n := len(m.records)
 	// Keys are hashed: two keys that collide only make one block of two,
 	// whose pairs are compared all the same.
-	index := make(map[uint64]int32, 4*n)
+	index := make(map[uint64]int32, 2*n)
 	seed := maphash.MakeSeed()
 	last, record, prev := make([]int32, 0, 4*n), make([]int32, 0, 8*n), make([]int32, 0, 8*n)
 	var keys []blockKey
@@ -275,8 +285,8 @@ func (m *matcher) people(pairs []pair) []Person {
 	people := make([]Person, len(roots))
 	at := make([]int, len(m.records)) // root → index in people
 	for k, r := range roots {
-		people[k] = person(m.records, m.members[r.root], r.id)
-		people[k].Match = m.match(r.root, len(m.members[r.root]))
+		people[k] = person(m.records, m.of(r.root), r.id)
+		people[k].Match = m.match(r.root, len(m.of(r.root)))
 		at[r.root] = k
 	}
 	// The strongest pair between two people, unless a link keeps them apart.
@@ -319,7 +329,7 @@ func (m *matcher) sortedRoots() []root {
 		family, given, birth, id string
 		root                     int
 	}
-	var ks []keyed
+	ks := make([]keyed, 0, len(m.records))
 	refs := make([]SourceRef, 0, 4)
 	for i := range m.records {
 		if m.find(i) != i {
@@ -335,7 +345,7 @@ func (m *matcher) sortedRoots() []root {
 			k.given = strings.ToLower(strings.Join(head.Name.Given, " "))
 		}
 		refs = refs[:0]
-		for _, j := range m.members[i] {
+		for _, j := range m.of(i) {
 			k.birth = cmp.Or(k.birth, m.records[j].BirthDate)
 			refs = append(refs, SourceRef{Source: m.records[j].Source, PatientID: m.records[j].ID})
 		}
@@ -446,7 +456,7 @@ func personID(refs []SourceRef) string {
 			return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.PatientID, b.PatientID))
 		})
 	}
-	var b []byte
+	b := make([]byte, 0, 128)
 	for _, r := range sorted {
 		b = append(append(append(append(b, r.Source...), 0), r.PatientID...), 0)
 	}

@@ -43,7 +43,7 @@ type normaliser struct {
 }
 
 func newNormaliser(records int) *normaliser {
-	return &normaliser{arena: make([]string, 0, 8*records), folded: make(map[string]string, 2*records)}
+	return &normaliser{arena: make([]string, 0, 5*records), folded: make(map[string]string, records)}
 }
 
 // fold is foldName(s), remembered.

@@ -101,7 +101,7 @@ func (c comparison) score() float64 {
 // reasons lists the fields that agree, "~" marking an approximate
 // agreement.
 func (c comparison) reasons() []string {
-	var out []string
+	out := make([]string, 0, fieldGender)
 	for f := range fieldGender {
 		switch c.levels[f] {
 		case exact:
