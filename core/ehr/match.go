@@ -35,7 +35,9 @@ import (
 // A person's id is a hash of its records' sources and patient ids, so it
 // is the same for the same records, in whatever order they come.
 func MatchPeople(records []Patient, links *LinkSet) []Person {
-	m := newMatcher(records)
+	m := matchers.Get().(*matcher)
+	defer m.release()
+	m.reset(records)
 	m.applyLinks(links)
 	pairs := m.candidates()
 	certain := slices.DeleteFunc(slices.Clone(pairs), func(p pair) bool { return !p.c.certain })
@@ -62,6 +64,46 @@ type matcher struct {
 	// order given (nil for a cluster of one: see of); self[i] is i.
 	members [][]int
 	self    []int
+	// Scratch of candidates and sortedRoots, and the normalisers of the
+	// two halves, kept for the next answer (matchers).
+	index              map[uint64]int32
+	last, record, prev []int32
+	seen               []uint64
+	out                []pair
+	norms              [2]*normaliser
+}
+
+// matchers keeps matchers between answers: an answer's scratch (its
+// records' normalised forms, blocks and bit sets, some hundreds of KB) is
+// reused rather than left to the collector.
+var matchers = sync.Pool{New: func() any {
+	return &matcher{confirmed: map[int]bool{}, edges: map[int][]comparison{}, index: map[uint64]int32{},
+		norms: [2]*normaliser{newNormaliser(0), newNormaliser(0)}}
+}}
+
+// sized is s with length n and zero values, reusing its array when it can.
+func sized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// release drops what m refers to of the answer and gives it back to
+// matchers.
+func (m *matcher) release() {
+	clear(m.traits)
+	clear(m.members)
+	clear(m.out)
+	m.records, m.apart = nil, m.apart[:0]
+	clear(m.confirmed)
+	clear(m.edges)
+	for _, n := range m.norms {
+		n.reset()
+	}
+	matchers.Put(m)
 }
 
 // of is the records of root's cluster.
@@ -77,32 +119,32 @@ type pair struct {
 	c    comparison
 }
 
-func newMatcher(records []Patient) *matcher {
-	m := &matcher{records: records, traits: make([]traits, len(records)), parent: make([]int, len(records)),
-		confirmed: map[int]bool{}, edges: map[int][]comparison{}, members: make([][]int, len(records)), self: make([]int, len(records))}
+// reset readies m for records.
+func (m *matcher) reset(records []Patient) {
+	n := len(records)
+	m.records = records
+	m.traits, m.parent, m.self, m.members = sized(m.traits, n), sized(m.parent, n), sized(m.self, n), sized(m.members, n)
 	for i := range records {
 		m.parent[i] = i
 		m.self[i] = i
 	}
 	// A large answer is normalised in two halves at once (records are
 	// independent): on an idle core that halves the largest step.
-	half := len(records) / 2
-	if len(records) < parallelTraits {
+	half := n / 2
+	if n < parallelTraits {
 		half = 0
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { m.normalise(half, len(records)) })
-	m.normalise(0, half)
+	wg.Go(func() { m.normalise(m.norms[1], half, n) })
+	m.normalise(m.norms[0], 0, half)
 	wg.Wait()
-	return m
 }
 
 // parallelTraits is the least number of records normalised in two halves.
 const parallelTraits = 64
 
-// normalise computes the traits of records [from, to).
-func (m *matcher) normalise(from, to int) {
-	norm := newNormaliser(to - from)
+// normalise computes the traits of records [from, to) with norm.
+func (m *matcher) normalise(norm *normaliser, from, to int) {
 	for i := from; i < to; i++ {
 		m.traits[i] = norm.traitsOf(m.records[i])
 	}
@@ -205,9 +247,10 @@ func (m *matcher) candidates() []pair {
 	n := len(m.records)
 	// Keys are hashed: two keys that collide only make one block of two,
 	// whose pairs are compared all the same.
-	index := make(map[uint64]int32, 2*n)
+	clear(m.index)
+	index := m.index
 	seed := maphash.MakeSeed()
-	last, record, prev := make([]int32, 0, 4*n), make([]int32, 0, 8*n), make([]int32, 0, 8*n)
+	last, record, prev := m.last[:0], m.record[:0], m.prev[:0]
 	var keys []blockKey
 	for i := range m.traits {
 		keys = blockingKeys(&m.traits[i], keys[:0])
@@ -223,8 +266,10 @@ func (m *matcher) candidates() []pair {
 			last[b] = int32(len(record) - 1)
 		}
 	}
-	seen := make([]uint64, (n*n+63)/64) // pair (i, j), i < j, at bit i*n+j
-	var out []pair
+	m.last, m.record, m.prev = last, record, prev
+	m.seen = sized(m.seen, (n*n+63)/64) // pair (i, j), i < j, at bit i*n+j
+	seen := m.seen
+	out := m.out[:0]
 	var members []int
 	for _, e := range last {
 		members = members[:0]
@@ -246,6 +291,7 @@ func (m *matcher) candidates() []pair {
 		}
 	}
 	slices.SortFunc(out, func(a, b pair) int { return cmp.Or(cmp.Compare(a.i, b.i), cmp.Compare(a.j, b.j)) })
+	m.out = out
 	return out
 }
 
@@ -352,12 +398,18 @@ func (m *matcher) sortedRoots() []root {
 		k.id = personID(refs)
 		ks = append(ks, k)
 	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.family, b.family), cmp.Compare(a.given, b.given), cmp.Compare(a.birth, b.birth), cmp.Compare(a.id, b.id))
+	// Sort small indexes, not the keys.
+	order := make([]int32, len(ks))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		a, b := &ks[x], &ks[y]
+		return cmp.Or(strings.Compare(a.family, b.family), strings.Compare(a.given, b.given), strings.Compare(a.birth, b.birth), strings.Compare(a.id, b.id))
 	})
 	roots := make([]root, len(ks))
-	for i, k := range ks {
-		roots[i] = root{root: k.root, id: k.id}
+	for i, o := range order {
+		roots[i] = root{root: ks[o].root, id: ks[o].id}
 	}
 	return roots
 }

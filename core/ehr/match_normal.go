@@ -38,19 +38,30 @@ type traits struct {
 // are cut from one slice (arena), and each name or line is folded once
 // however many records write it (a name search's answer repeats them).
 type normaliser struct {
-	arena  []string
-	folded map[string]string
+	arena   []string
+	folded  map[string]string
+	accents transform.Transformer // used by one goroutine at a time
 }
 
 func newNormaliser(records int) *normaliser {
 	return &normaliser{arena: make([]string, 0, 5*records), folded: make(map[string]string, records)}
 }
 
+// reset drops what n remembers of an answer, keeping its memory.
+func (n *normaliser) reset() {
+	clear(n.arena)
+	n.arena = n.arena[:0]
+	clear(n.folded)
+}
+
 // fold is foldName(s), remembered.
 func (n *normaliser) fold(s string) string {
 	f, ok := n.folded[s]
 	if !ok {
-		f = foldName(s)
+		if n.accents == nil {
+			n.accents = foldAccents()
+		}
+		f = foldWith(n.accents, s)
 		n.folded[s] = f
 	}
 	return f
@@ -111,7 +122,10 @@ func (n *normaliser) traitsOf(p Patient) traits {
 	}
 	t.phones, from = list(from), len(*arena)
 	for _, c := range p.Telecom {
-		if e := strings.ToLower(strings.TrimSpace(c.Value)); isSystem(c.System, "email") && strings.Contains(e, "@") {
+		if !isSystem(c.System, "email") {
+			continue
+		}
+		if e := strings.ToLower(strings.TrimSpace(c.Value)); strings.Contains(e, "@") {
 			appendOnce(arena, from, e)
 		}
 	}
@@ -128,16 +142,14 @@ func (n *normaliser) traitsOf(p Patient) traits {
 		}
 	}
 	t.ids, from = list(from), len(*arena)
-	for _, id := range p.Identifiers {
-		if sys := identifierSystem(id); sys != "" && strings.TrimSpace(id.Value) != "" {
-			appendOnce(arena, from, sys)
-		}
+	for _, v := range t.ids { // "system|value": a FHIR system has no "|"
+		appendOnce(arena, from, v[:strings.IndexByte(v, '|')])
 	}
 	t.idSystems = list(from)
 	return t
 }
 
-func isSystem(s, want string) bool { return strings.EqualFold(strings.TrimSpace(s), want) }
+func isSystem(s, want string) bool { return s == want || strings.EqualFold(strings.TrimSpace(s), want) }
 
 // identifierSystem is an identifier's system as matching compares it.
 func identifierSystem(id Identifier) string { return strings.ToLower(strings.TrimSpace(id.System)) }
@@ -162,10 +174,17 @@ var unmarked = strings.NewReplacer("ø", "o", "ł", "l", "đ", "d", "ı", "i", "
 
 // foldName is s in lower case, without accents, with every character that
 // is not a letter or a digit turned into a space.
-func foldName(s string) string {
+func foldName(s string) string { return foldWith(nil, s) }
+
+// foldWith is foldName with accents, the transform that folds accents
+// (nil: a new one).
+func foldWith(accents transform.Transformer, s string) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
-			if folded, _, err := transform.String(foldAccents(), s); err == nil {
+			if accents == nil {
+				accents = foldAccents()
+			}
+			if folded, _, err := transform.String(accents, s); err == nil {
 				s = folded
 			}
 			return strings.Map(func(r rune) rune {
