@@ -128,15 +128,22 @@ func (m *matcher) reset(records []Patient) {
 		m.parent[i] = i
 		m.self[i] = i
 	}
-	// A large answer is normalised in two halves at once (records are
-	// independent): on an idle core that halves the largest step.
-	half := n / 2
+	// Records are independent: on an idle core the largest step takes
+	// half the time.
+	inHalves(n, func(from, to int) { m.normalise(m.norms[min(from, 1)], from, to) })
+}
+
+// inHalves runs f over [0, n) in two halves at once, or over all of it
+// when n is below parallelTraits. The halves must not share what they
+// write.
+func inHalves(n int, f func(from, to int)) {
 	if n < parallelTraits {
-		half = 0
+		f(0, n)
+		return
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { m.normalise(m.norms[1], half, n) })
-	m.normalise(m.norms[0], 0, half)
+	wg.Go(func() { f(n/2, n) })
+	f(0, n/2)
 	wg.Wait()
 }
 
@@ -238,9 +245,9 @@ func (m *matcher) joinCertain(p pair) {
 }
 
 // candidates are the pairs of records worth comparing — those that share
-// a blocking key (a birth date, the same birth date with day and month
-// swapped, a family and first given name, a phone, an e-mail, an address
-// or an identifier) — compared, in the order of their records.
+// a blocking key (a birth date or the same with day and month swapped, a
+// family and first given name, a phone, an e-mail, an address or an
+// identifier) — compared, in the order of their records.
 func (m *matcher) candidates() []pair {
 	// The blocks as linked lists: a block's last entry, each entry's
 	// record and the entry before it in its block.
@@ -304,7 +311,8 @@ type blockKey struct {
 // blockingKeys appends the keys t is blocked under to keys.
 func blockingKeys(t *traits, keys []blockKey) []blockKey {
 	if t.birth != "" {
-		keys = append(keys, blockKey{'b', t.birth, ""}, blockKey{'s', t.birth[:4], t.birthDays})
+		// The same birth date has the same key as its day/month swap.
+		keys = append(keys, blockKey{'s', t.birth[:4], t.birthDays})
 	}
 	if t.family != "" && t.given != "" {
 		keys = append(keys, blockKey{'n', t.family, t.given})
@@ -376,27 +384,29 @@ func (m *matcher) sortedRoots() []root {
 		root                     int
 	}
 	ks := make([]keyed, 0, len(m.records))
-	refs := make([]SourceRef, 0, 4)
 	for i := range m.records {
-		if m.find(i) != i {
-			continue
+		if m.find(i) == i {
+			ks = append(ks, keyed{root: i})
 		}
-		head := m.records[i]
-		k := keyed{family: strings.ToLower(head.Name.Family), root: i}
+	}
+	refs := make([]SourceRef, 0, 4)
+	for x := range ks {
+		k := &ks[x]
+		head := m.records[k.root]
+		k.family = head.Name.Family
 		switch len(head.Name.Given) {
 		case 0:
 		case 1:
-			k.given = strings.ToLower(head.Name.Given[0])
+			k.given = head.Name.Given[0]
 		default:
-			k.given = strings.ToLower(strings.Join(head.Name.Given, " "))
+			k.given = strings.Join(head.Name.Given, " ")
 		}
 		refs = refs[:0]
-		for _, j := range m.of(i) {
+		for _, j := range m.of(k.root) {
 			k.birth = cmp.Or(k.birth, m.records[j].BirthDate)
 			refs = append(refs, SourceRef{Source: m.records[j].Source, PatientID: m.records[j].ID})
 		}
 		k.id = personID(refs)
-		ks = append(ks, k)
 	}
 	// Sort small indexes, not the keys.
 	order := make([]int32, len(ks))
@@ -405,13 +415,34 @@ func (m *matcher) sortedRoots() []root {
 	}
 	slices.SortFunc(order, func(x, y int32) int {
 		a, b := &ks[x], &ks[y]
-		return cmp.Or(strings.Compare(a.family, b.family), strings.Compare(a.given, b.given), strings.Compare(a.birth, b.birth), strings.Compare(a.id, b.id))
+		return cmp.Or(compareLower(a.family, b.family), compareLower(a.given, b.given), strings.Compare(a.birth, b.birth), strings.Compare(a.id, b.id))
 	})
 	roots := make([]root, len(ks))
 	for i, o := range order {
 		roots[i] = root{root: ks[o].root, id: ks[o].id}
 	}
 	return roots
+}
+
+// compareLower compares a and b in lower case (strings.ToLower's order),
+// without making lower-case copies of ASCII strings.
+func compareLower(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := a[i], b[i]
+		if x >= 0x80 || y >= 0x80 {
+			return strings.Compare(strings.ToLower(a[i:]), strings.ToLower(b[i:]))
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return cmp.Compare(x, y)
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // match is the Match of the cluster of root, of n records.

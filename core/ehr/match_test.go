@@ -365,3 +365,15 @@ func TestMatchPeople_ConcurrentAnswersShareNoState(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestCompareLower_IsToLowersOrder(t *testing.T) {
+	words := []string{"", "a", "A", "ab", "Ab", "aB", "b", "Z", "z", "López", "LÓPEZ", "lopez", "Lopes", "Æsir", "smith", "Smith-Jones", "smith jones", "ß"}
+	for _, a := range words {
+		for _, b := range words {
+			want := strings.Compare(strings.ToLower(a), strings.ToLower(b))
+			if got := compareLower(a, b); (got < 0) != (want < 0) || (got == 0) != (want == 0) {
+				t.Errorf("compareLower(%q, %q) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
