@@ -2,8 +2,8 @@ package ehr
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"encoding/hex"
+	"hash/fnv"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -302,32 +302,36 @@ func (m *matcher) candidates() []pair {
 	return out
 }
 
-// blockKey is a blocking key: its kind and one or two values.
+// blockKey is a blocking key: its kind and up to three values.
 type blockKey struct {
-	kind byte
-	a, b string
+	kind    byte
+	a, b, c string
 }
 
 // blockingKeys appends the keys t is blocked under to keys.
 func blockingKeys(t *traits, keys []blockKey) []blockKey {
 	if t.birth != "" {
 		// The same birth date has the same key as its day/month swap.
-		keys = append(keys, blockKey{'s', t.birth[:4], t.birthDays})
+		lo, hi := t.birth[5:7], t.birth[8:10]
+		if hi < lo {
+			lo, hi = hi, lo
+		}
+		keys = append(keys, blockKey{'s', t.birth[:4], lo, hi})
 	}
 	if t.family != "" && t.given != "" {
-		keys = append(keys, blockKey{'n', t.family, t.given})
+		keys = append(keys, blockKey{'n', t.family, t.given, ""})
 	}
 	for _, v := range t.phones {
-		keys = append(keys, blockKey{'p', v, ""})
+		keys = append(keys, blockKey{'p', v, "", ""})
 	}
 	for _, v := range t.emails {
-		keys = append(keys, blockKey{'e', v, ""})
+		keys = append(keys, blockKey{'e', v, "", ""})
 	}
 	for _, v := range t.addresses {
-		keys = append(keys, blockKey{'a', v, ""})
+		keys = append(keys, blockKey{'a', v, "", ""})
 	}
 	for _, v := range t.ids {
-		keys = append(keys, blockKey{'i', v, ""})
+		keys = append(keys, blockKey{'i', v, "", ""})
 	}
 	return keys
 }
@@ -393,13 +397,13 @@ func (m *matcher) sortedRoots() []root {
 	for x := range ks {
 		k := &ks[x]
 		head := m.records[k.root]
-		k.family = head.Name.Family
+		k.family = lowerUnlessASCII(head.Name.Family)
 		switch len(head.Name.Given) {
 		case 0:
 		case 1:
-			k.given = head.Name.Given[0]
+			k.given = lowerUnlessASCII(head.Name.Given[0])
 		default:
-			k.given = strings.Join(head.Name.Given, " ")
+			k.given = lowerUnlessASCII(strings.Join(head.Name.Given, " "))
 		}
 		refs = refs[:0]
 		for _, j := range m.of(k.root) {
@@ -415,13 +419,30 @@ func (m *matcher) sortedRoots() []root {
 	}
 	slices.SortFunc(order, func(x, y int32) int {
 		a, b := &ks[x], &ks[y]
-		return cmp.Or(compareLower(a.family, b.family), compareLower(a.given, b.given), strings.Compare(a.birth, b.birth), strings.Compare(a.id, b.id))
+		if c := compareLower(a.family, b.family); c != 0 {
+			return c
+		}
+		if c := compareLower(a.given, b.given); c != 0 {
+			return c
+		}
+		return cmp.Or(strings.Compare(a.birth, b.birth), strings.Compare(a.id, b.id))
 	})
 	roots := make([]root, len(ks))
 	for i, o := range order {
 		roots[i] = root{root: ks[o].root, id: ks[o].id}
 	}
 	return roots
+}
+
+// lowerUnlessASCII is s in lower case when it is not ASCII (compareLower
+// lowers ASCII itself, and a lower-case string again without copying it).
+func lowerUnlessASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return strings.ToLower(s)
+		}
+	}
+	return s
 }
 
 // compareLower compares a and b in lower case (strings.ToLower's order),
@@ -539,12 +560,18 @@ func personID(refs []SourceRef) string {
 			return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.PatientID, b.PatientID))
 		})
 	}
-	b := make([]byte, 0, 128)
+	// FNV-1a, 128 bits: the id only has to tell apart the people of an
+	// answer, the same on every instance (a cryptographic hash cost a
+	// tenth of an answer's matching).
+	h := fnv.New128a()
 	for _, r := range sorted {
-		b = append(append(append(append(b, r.Source...), 0), r.PatientID...), 0)
+		h.Write([]byte(r.Source))
+		h.Write([]byte{0})
+		h.Write([]byte(r.PatientID))
+		h.Write([]byte{0})
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12])
+	var sum [16]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:12])
 }
 
 func nonNil[T any](s []T) []T {

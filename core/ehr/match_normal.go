@@ -25,7 +25,6 @@ type traits struct {
 	nicknames  []string // the given names givenFirst may stand for ("william" for "bill"), itself included; nil when it is in no nickname list
 	suffix     string   // jr, sr, ii, iii, iv; "" when none
 	birth      string   // YYYY-MM-DD; "" when unknown or partial
-	birthDays  string   // its month-day and day-month, the smaller first: the blocking key of a swap
 	gender     string
 	phones     []string // national digits (E.164 outside North America)
 	emails     []string
@@ -106,8 +105,6 @@ func (n *normaliser) traitsOf(p Patient) traits {
 	}
 	if len(p.BirthDate) == len("2006-01-02") {
 		t.birth = p.BirthDate
-		md, dm := t.birth[5:7]+t.birth[8:10], t.birth[8:10]+t.birth[5:7]
-		t.birthDays = min(md, dm) + max(md, dm)
 	}
 	t.gender = p.Gender
 	// The lists of normalised values are cut from one slice, list by list.
@@ -170,7 +167,8 @@ func foldAccents() transform.Transformer {
 
 // unmarked are the Latin letters that do not decompose into a base letter
 // and a mark.
-var unmarked = strings.NewReplacer("ø", "o", "ł", "l", "đ", "d", "ı", "i", "ß", "ss", "æ", "ae", "œ", "oe", "þ", "th")
+var unmarked = strings.NewReplacer("ø", "o", "ł", "l", "đ", "d", "ı", "i", "ß", "ss", "æ", "ae", "œ", "oe", "þ", "th",
+	"Ø", "o", "Ł", "l", "Đ", "d", "Æ", "ae", "Œ", "oe", "Þ", "th")
 
 // foldName is s in lower case, without accents, with every character that
 // is not a letter or a digit turned into a space.
@@ -192,7 +190,7 @@ func foldWith(accents transform.Transformer, s string) string {
 					return unicode.ToLower(r)
 				}
 				return ' '
-			}, unmarked.Replace(strings.ToLower(s)))
+			}, unmarked.Replace(s))
 		}
 	}
 	b := []byte(s)
