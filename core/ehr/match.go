@@ -71,13 +71,18 @@ type matcher struct {
 	seen               []uint64
 	out                []pair
 	norms              [2]*normaliser
+	// Scratch of sortedRoots.
+	keys                           []sortKey
+	familyRanks, givenRanks, order []int32
+	rankIndex                      map[string]int32
+	distinct                       []string
 }
 
 // matchers keeps matchers between answers: an answer's scratch (its
 // records' normalised forms, blocks and bit sets, some hundreds of KB) is
 // reused rather than left to the collector.
 var matchers = sync.Pool{New: func() any {
-	return &matcher{confirmed: map[int]bool{}, edges: map[int][]comparison{}, index: map[uint64]int32{},
+	return &matcher{confirmed: map[int]bool{}, edges: map[int][]comparison{}, index: map[uint64]int32{}, rankIndex: map[string]int32{},
 		norms: [2]*normaliser{newNormaliser(0), newNormaliser(0)}}
 }}
 
@@ -97,6 +102,9 @@ func (m *matcher) release() {
 	clear(m.traits)
 	clear(m.members)
 	clear(m.out)
+	clear(m.keys)
+	clear(m.distinct)
+	clear(m.rankIndex)
 	m.records, m.apart = nil, m.apart[:0]
 	clear(m.confirmed)
 	clear(m.edges)
@@ -383,14 +391,10 @@ type root struct {
 // from the cluster's first record (its birth date, the first known), so
 // that the people are built in their order.
 func (m *matcher) sortedRoots() []root {
-	type keyed struct {
-		family, given, birth, id string
-		root                     int
-	}
-	ks := make([]keyed, 0, len(m.records))
+	ks := m.keys[:0]
 	for i := range m.records {
 		if m.find(i) == i {
-			ks = append(ks, keyed{root: i})
+			ks = append(ks, sortKey{root: i})
 		}
 	}
 	refs := make([]SourceRef, 0, 4)
@@ -412,19 +416,25 @@ func (m *matcher) sortedRoots() []root {
 		}
 		k.id = personID(refs)
 	}
-	// Sort small indexes, not the keys.
-	order := make([]int32, len(ks))
+	// An answer holds few distinct names (a name search's): each is
+	// ranked once, and the people are sorted by ranks.
+	m.keys = ks
+	m.familyRanks = m.rank(ks, m.familyRanks, func(k *sortKey) string { return k.family })
+	m.givenRanks = m.rank(ks, m.givenRanks, func(k *sortKey) string { return k.given })
+	family, given := m.familyRanks, m.givenRanks
+	m.order = sized(m.order, len(ks))
+	order := m.order
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(x, y int32) int {
+		if c := cmp.Compare(family[x], family[y]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(given[x], given[y]); c != 0 {
+			return c
+		}
 		a, b := &ks[x], &ks[y]
-		if c := compareLower(a.family, b.family); c != 0 {
-			return c
-		}
-		if c := compareLower(a.given, b.given); c != 0 {
-			return c
-		}
 		return cmp.Or(strings.Compare(a.birth, b.birth), strings.Compare(a.id, b.id))
 	})
 	roots := make([]root, len(ks))
@@ -432,6 +442,41 @@ func (m *matcher) sortedRoots() []root {
 		roots[i] = root{root: ks[o].root, id: ks[o].id}
 	}
 	return roots
+}
+
+// sortKey is what people are sorted by, read from a cluster.
+type sortKey struct {
+	family, given, birth, id string
+	root                     int
+}
+
+// rank sets ranks[i] (resized to len(keys)) to the rank of keys[i]'s name
+// among the distinct names of keys in compareLower's order (names equal
+// but for case, one rank).
+func (m *matcher) rank(keys []sortKey, ranks []int32, name func(*sortKey) string) []int32 {
+	clear(m.rankIndex)
+	distinct := m.distinct[:0]
+	for i := range keys {
+		n := name(&keys[i])
+		if _, ok := m.rankIndex[n]; !ok {
+			m.rankIndex[n] = 0
+			distinct = append(distinct, n)
+		}
+	}
+	slices.SortFunc(distinct, compareLower)
+	r := int32(0)
+	for i, n := range distinct {
+		if i > 0 && compareLower(distinct[i-1], n) != 0 {
+			r++
+		}
+		m.rankIndex[n] = r
+	}
+	m.distinct = distinct
+	ranks = sized(ranks, len(keys))
+	for i := range keys {
+		ranks[i] = m.rankIndex[name(&keys[i])]
+	}
+	return ranks
 }
 
 // lowerUnlessASCII is s in lower case when it is not ASCII (compareLower

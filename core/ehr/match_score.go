@@ -191,6 +191,20 @@ func oneTypo(a, b string) bool {
 	if min(la, lb) < minTypoLen || max(la, lb)-min(la, lb) > 1 {
 		return false
 	}
+	// One edit leaves at most two neighbouring characters (bytes, at most
+	// a few) unshared by the common prefix and suffix: most pairs of
+	// different names are told apart here, before the library's matrix.
+	prefix := 0
+	for prefix < len(a) && prefix < len(b) && a[prefix] == b[prefix] {
+		prefix++
+	}
+	suffix := 0
+	for suffix < len(a)-prefix && suffix < len(b)-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	if min(len(a), len(b))-prefix-suffix > 2*utf8.UTFMax {
+		return false
+	}
 	return edlib.OSADamerauLevenshteinDistance(a, b) == 1
 }
 

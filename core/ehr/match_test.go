@@ -377,3 +377,20 @@ func TestCompareLower_IsToLowersOrder(t *testing.T) {
 		}
 	}
 }
+
+// The prefilter before the library never refuses a pair one edit apart.
+func TestOneTypo(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"marisabel", "marisabell", true}, {"marisabel", "marisbel", true}, {"marisabel", "marisaebl", true},
+		{"marisabel", "marixabel", true}, {"jose", "jsoe", false}, {"lopez", "lopes", true},
+		{"lópez", "lopez", true}, {"johanna", "annika", false}, {"abcdefgh", "abcxyzgh", false},
+		{"abcde", "abcde", false}, {"abcdefgh", "bacdefgh", true}, {"abcdefgh", "abcdefhg", true},
+	} {
+		if got := oneTypo(c.a, c.b); got != c.want {
+			t.Errorf("oneTypo(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
