@@ -202,10 +202,23 @@ func oneTypo(a, b string) bool {
 	for suffix < len(a)-prefix && suffix < len(b)-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
 		suffix++
 	}
-	if min(len(a), len(b))-prefix-suffix > 2*utf8.UTFMax {
+	window := 2 // characters: a swap of neighbours
+	if !isASCII(a) || !isASCII(b) {
+		window *= utf8.UTFMax
+	}
+	if min(len(a), len(b))-prefix-suffix > window {
 		return false
 	}
 	return edlib.OSADamerauLevenshteinDistance(a, b) == 1
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // sameNickname reports whether the first given names may name one person
