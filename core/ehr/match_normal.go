@@ -53,8 +53,11 @@ func (n *normaliser) reset() {
 	clear(n.folded)
 }
 
-// fold is foldName(s), remembered.
+// fold is foldName(s), remembered when s is not ASCII.
 func (n *normaliser) fold(s string) string {
+	if isASCII(s) {
+		return foldWith(nil, s) // folding ASCII costs less than remembering it
+	}
 	f, ok := n.folded[s]
 	if !ok {
 		if n.accents == nil {
@@ -298,20 +301,31 @@ func addressKey(a Address, fold func(string) string) string {
 	if line == "" || postal == "" {
 		return ""
 	}
-	var b strings.Builder
-	b.Grow(len(line) + 1 + len(postal))
-	for w := range strings.FieldsSeq(fold(line)) {
-		if abbr, ok := streetWords[w]; ok {
-			w = abbr
+	folded := fold(line)
+	b := make([]byte, 0, len(folded)+1+len(postal))
+	for i := 0; i < len(folded); {
+		if folded[i] == ' ' {
+			i++
+			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		j := i
+		for j < len(folded) && folded[j] != ' ' {
+			j++
 		}
-		b.WriteString(w)
+		w := folded[i:j]
+		if folded[i] > '9' { // a word, not a number
+			if abbr, ok := streetWords[w]; ok {
+				w = abbr
+			}
+		}
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, w...)
+		i = j
 	}
-	b.WriteByte('|')
-	b.WriteString(postal)
-	return b.String()
+	b = append(b, '|')
+	return string(append(b, postal...))
 }
 
 // streetWords abbreviates the words of a street line (USPS Publication 28:
