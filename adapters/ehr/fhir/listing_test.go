@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/carebridge/carebridge/adapters/ehr/fhir"
@@ -194,12 +195,14 @@ func TestListings_PagingFaultsAreUpstreamErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeFHIR(t)
-			n := 0
+			// Counted atomically: a page read ahead may still be asked for
+			// after the listing has failed.
+			var requests atomic.Int32
 			f.intercept = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 				if r.URL.Path != "/Practitioner" {
 					return false
 				}
-				n++
+				n := int(requests.Add(1))
 				// A self link with the parameters as sent: all applied.
 				writeFHIR(w, 200, strings.Replace(tt.answer(f, n, r), `"url":"x"`, `"url":`+strconv.Quote(f.URL+r.URL.RequestURI()), 1))
 				return true
@@ -213,7 +216,7 @@ func TestListings_PagingFaultsAreUpstreamErrors(t *testing.T) {
 			// Without a total the adapter reads the whole listing: a second
 			// pass may follow the first page search, and a pass that reads
 			// to the end asks for the page after the one it stops on.
-			if n > tt.max+2 {
+			if n := int(requests.Load()); n > tt.max+2 {
 				t.Errorf("%d requests; want at most %d", n, tt.max+2)
 			}
 		})
