@@ -150,27 +150,9 @@ func checkDemoRecords(t *testing.T, s *server, tok string, d *demoehr.Demo, pers
 // pair is one person (certain), the namesakes and the household two each
 // (the household not even possible matches), the probable pair two that
 // name each other, until the member links them: then one, confirmed.
-//
-// This needs the matcher of CONTRACT.md ("Who is the same person", "Person
-// links"); until it lands the merge of the old rule (MRN, or name and
-// birth date) fails it, and the test says so.
 func TestDemo_MatchingCases(t *testing.T) {
-	medplum := os.Getenv(fhirtest.EnvDir)
-	if medplum == "" {
-		testenv.Missing(t, "FHIR server: "+fhirtest.EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
-	}
 	w := newWorld(t)
-	p := demoehr.Practices{FHIR: w.createBusiness("owner-a"), Bot: w.createBusiness("owner-b")}
-	key := bytes.Repeat([]byte{10}, 32)
-	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Medplum: medplum, Key: key, Practices: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, p, cfg := startDemoPractices(t, w, 10)
 	s := w.start(func(c *app.Config) { c.EHR = cfg })
 	tok := w.scopedToken("owner-a", demoScopes)
 	search := func(caseName string) (response, matchAnswer) {
@@ -366,22 +348,8 @@ func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 // appointments go to its own EHR, and integration.ehr stays the FHIR
 // server. Each practice's owner can act for it with X-Business-Id.
 func TestDemo_TwoPracticesEachServedByItsOwnEHR(t *testing.T) {
-	medplum := os.Getenv(fhirtest.EnvDir)
-	if medplum == "" {
-		testenv.Missing(t, "FHIR server: "+fhirtest.EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
-	}
 	w := newWorld(t)
-	p := demoehr.Practices{FHIR: w.createBusiness("owner-a"), Bot: w.createBusiness("owner-b")}
-	key := bytes.Repeat([]byte{7}, 32)
-	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Medplum: medplum, Key: key, Practices: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, p, cfg := startDemoPractices(t, w, 7)
 	raw, _ := os.ReadFile(d.File)
 	if !cfg.MultiPractice() || cfg.Integration.EHR != demoehr.FHIRName ||
 		!cfg.Serves(demoehr.FHIRName, p.FHIR) || cfg.Serves(demoehr.FHIRName, p.Bot) ||
@@ -514,4 +482,27 @@ func frontDeskDo(t *testing.T, desk *demoehr.FrontDesk, action, id string) demoe
 		t.Fatalf("front-desk %s %s: %v", action, id, err)
 	}
 	return c
+}
+
+// startDemoPractices makes practice A (owner-a) and B (owner-b), starts
+// the demo EHR systems for them (the FHIR server serving A, the bot both;
+// secrets sealed with a key of keyByte) and loads their EHR systems file.
+func startDemoPractices(t *testing.T, w *world, keyByte byte) (*demoehr.Demo, demoehr.Practices, *ehrconfig.Config) {
+	t.Helper()
+	medplum := os.Getenv(fhirtest.EnvDir)
+	if medplum == "" {
+		testenv.Missing(t, "FHIR server: "+fhirtest.EnvDir+" not set", "run make test, which installs it (scripts/install-medplum.sh)")
+	}
+	p := demoehr.Practices{FHIR: w.createBusiness("owner-a"), Bot: w.createBusiness("owner-b")}
+	key := bytes.Repeat([]byte{keyByte}, 32)
+	d, err := demoehr.Start(t.Context(), demoehr.Config{Dir: t.TempDir(), Medplum: medplum, Key: key, Practices: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, p, cfg
 }
