@@ -1,6 +1,7 @@
 package ehr
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode"
@@ -33,14 +34,22 @@ type traits struct {
 	idSystems  []string // the systems of ids, once each
 }
 
-// normaliser normalises the records of one answer: their lists of values
-// are cut from one slice (arena), and each name or line is folded once
-// however many records write it (a name search's answer repeats them).
+// normaliser normalises the records of one answer. A record's normalised
+// values are written to one buffer that becomes one string, which its
+// traits are cut from (one allocation per record); its lists of values
+// are cut from one slice (arena); a name or line that is not ASCII is
+// folded once however many records write it (a name search's answer
+// repeats them).
 type normaliser struct {
 	arena   []string
+	buf     []byte
+	spans   []span // the values of a record's lists, in buf
 	folded  map[string]string
 	accents transform.Transformer // used by one goroutine at a time
 }
+
+// span is where a value is in normaliser.buf.
+type span struct{ from, to int }
 
 func newNormaliser(records int) *normaliser {
 	return &normaliser{arena: make([]string, 0, 5*records), folded: make(map[string]string, records)}
@@ -56,7 +65,7 @@ func (n *normaliser) reset() {
 // fold is foldName(s), remembered when s is not ASCII.
 func (n *normaliser) fold(s string) string {
 	if isASCII(s) {
-		return foldWith(nil, s) // folding ASCII costs less than remembering it
+		return foldWith(nil, s)
 	}
 	f, ok := n.folded[s]
 	if !ok {
@@ -69,9 +78,31 @@ func (n *normaliser) fold(s string) string {
 	return f
 }
 
+// appendFolded appends foldName(s) to dst.
+func (n *normaliser) appendFolded(dst []byte, s string) []byte {
+	if !isASCII(s) {
+		return append(dst, n.fold(s)...)
+	}
+	for i := 0; i < len(s); i++ {
+		dst = append(dst, foldASCII(s[i]))
+	}
+	return dst
+}
+
+// foldASCII is an ASCII character as foldName writes it.
+func foldASCII(c byte) byte {
+	switch {
+	case c >= 'A' && c <= 'Z':
+		return c + 'a' - 'A'
+	case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		return c
+	}
+	return ' '
+}
+
 // traitsOf normalises p.
 func (n *normaliser) traitsOf(p Patient) traits {
-	arena := &n.arena
+	n.buf, n.spans = n.buf[:0], n.spans[:0]
 	var t traits
 	family, given := p.Name.Family, ""
 	if len(p.Name.Given) > 0 {
@@ -83,25 +114,17 @@ func (n *normaliser) traitsOf(p Patient) traits {
 			given, family = words[0], words[len(words)-1]
 		}
 	}
-	var buf [8]string
-	fam := appendWords(buf[:0], n.fold(family))
-	for len(fam) > 1 && suffixOf(fam[len(fam)-1]) != "" {
-		t.suffix = suffixOf(fam[len(fam)-1])
-		fam = fam[:len(fam)-1]
-	}
-	t.family = concat(fam)
-	if giv := appendWords(buf[:0], n.fold(given)); len(giv) > 0 {
-		t.given, t.givenFirst = concat(giv), giv[0]
-		t.nicknames = nicknames[t.givenFirst]
-	}
+	fam, _, suffix := n.name(family)
+	giv, givFirst, _ := n.name(given)
+	t.suffix = suffix
 	for _, s := range p.Name.Suffix {
-		if sfx := suffixOf(foldName(s)); sfx != "" {
+		if sfx := n.suffixOf(s); sfx != "" {
 			t.suffix = sfx
 		}
 	}
 	if t.suffix == "" {
 		for _, g := range p.Name.Given[min(1, len(p.Name.Given)):] {
-			if sfx := suffixOf(foldName(g)); sfx != "" {
+			if sfx := n.suffixOf(g); sfx != "" {
 				t.suffix = sfx
 			}
 		}
@@ -110,55 +133,144 @@ func (n *normaliser) traitsOf(p Patient) traits {
 		t.birth = p.BirthDate
 	}
 	t.gender = p.Gender
-	// The lists of normalised values are cut from one slice, list by list.
-	list := func(from int) []string { return (*arena)[from:len(*arena):len(*arena)] }
-	from := len(*arena)
+	var lists [5]int // where the spans of phones, e-mails, addresses and identifiers end
 	for _, c := range p.Telecom {
 		if isSystem(c.System, "phone") || isSystem(c.System, "sms") {
-			if n := NationalPhone(c.Value); n != "" {
-				appendOnce(arena, from, n)
+			n.keep(len(n.buf), appendNationalPhone(n.buf, c.Value), 0)
+		}
+	}
+	lists[0] = len(n.spans)
+	for _, c := range p.Telecom {
+		if isSystem(c.System, "email") {
+			from := len(n.buf)
+			if e := appendLower(n.buf, strings.TrimSpace(c.Value)); bytes.IndexByte(e[from:], '@') >= 0 {
+				n.keep(from, e, lists[0])
 			}
 		}
 	}
-	t.phones, from = list(from), len(*arena)
-	for _, c := range p.Telecom {
-		if !isSystem(c.System, "email") {
+	lists[1] = len(n.spans)
+	for _, a := range p.Address {
+		n.keep(len(n.buf), n.appendAddressKey(n.buf, a), lists[1])
+	}
+	lists[2] = len(n.spans)
+	for _, id := range p.Identifiers {
+		if val := strings.TrimSpace(id.Value); val != "" && strings.TrimSpace(id.System) != "" {
+			from := len(n.buf)
+			sys := appendLower(n.buf, strings.TrimSpace(id.System))
+			n.keep(from, append(append(sys, '|'), val...), lists[2])
+		}
+	}
+	lists[3] = len(n.spans)
+	for _, sp := range n.spans[lists[2]:lists[3]] { // "system|value": a FHIR system has no "|"
+		n.spans = append(n.spans, span{sp.from, sp.from + bytes.IndexByte(n.buf[sp.from:sp.to], '|')})
+		if slices.ContainsFunc(n.spans[lists[3]:len(n.spans)-1], func(s span) bool { return n.equal(s, n.spans[len(n.spans)-1]) }) {
+			n.spans = n.spans[:len(n.spans)-1]
+		}
+	}
+	lists[4] = len(n.spans)
+
+	// One string for the record, cut into its values.
+	s := string(n.buf)
+	cut := func(sp span) string { return s[sp.from:sp.to] }
+	list := func(from, to int) []string {
+		start := len(n.arena)
+		for _, sp := range n.spans[from:to] {
+			n.arena = append(n.arena, cut(sp))
+		}
+		return n.arena[start:len(n.arena):len(n.arena)]
+	}
+	t.family, t.given = cut(fam), cut(giv)
+	if t.given != "" {
+		t.givenFirst = cut(givFirst)
+		t.nicknames = nicknames[t.givenFirst]
+	}
+	t.phones, t.emails, t.addresses = list(0, lists[0]), list(lists[0], lists[1]), list(lists[1], lists[2])
+	t.ids, t.idSystems = list(lists[2], lists[3]), list(lists[3], lists[4])
+	return t
+}
+
+// keep makes the bytes appended to n.buf since from (buf: n.buf grown)
+// the next value of the list whose spans start at first, unless they are
+// none or the list has them already.
+func (n *normaliser) keep(from int, buf []byte, first int) {
+	n.buf = buf
+	v := span{from, len(buf)}
+	if v.to == v.from || slices.ContainsFunc(n.spans[first:], func(s span) bool { return n.equal(s, v) }) {
+		n.buf = buf[:from]
+		return
+	}
+	n.spans = append(n.spans, v)
+}
+
+func (n *normaliser) equal(a, b span) bool {
+	return bytes.Equal(n.buf[a.from:a.to], n.buf[b.from:b.to])
+}
+
+// name appends the folded words of a name to n.buf, and returns where
+// they are without separators (its trailing generational suffixes
+// dropped and the last returned) and where its first word is.
+func (n *normaliser) name(s string) (joined, first span, suffix string) {
+	from := len(n.buf)
+	n.buf = n.appendFolded(n.buf, s)
+	var array [8]span
+	words := array[:0]
+	for i := from; i < len(n.buf); {
+		if n.buf[i] == ' ' {
+			i++
 			continue
 		}
-		if e := strings.ToLower(strings.TrimSpace(c.Value)); strings.Contains(e, "@") {
-			appendOnce(arena, from, e)
+		j := i
+		for j < len(n.buf) && n.buf[j] != ' ' {
+			j++
 		}
+		words = append(words, span{i, j})
+		i = j
 	}
-	t.emails, from = list(from), len(*arena)
-	for _, a := range p.Address {
-		if k := addressKey(a, n.fold); k != "" {
-			appendOnce(arena, from, k)
+	for len(words) > 1 {
+		last := words[len(words)-1]
+		sfx := suffixOf(string(n.buf[last.from:last.to]))
+		if sfx == "" {
+			break
 		}
+		suffix, words = sfx, words[:len(words)-1]
 	}
-	t.addresses, from = list(from), len(*arena)
-	for _, id := range p.Identifiers {
-		if sys, val := identifierSystem(id), strings.TrimSpace(id.Value); sys != "" && val != "" {
-			appendOnce(arena, from, sys+"|"+val)
-		}
+	switch len(words) {
+	case 0:
+		return span{from, from}, span{from, from}, suffix
+	case 1:
+		return words[0], words[0], suffix
 	}
-	t.ids, from = list(from), len(*arena)
-	for _, v := range t.ids { // "system|value": a FHIR system has no "|"
-		appendOnce(arena, from, v[:strings.IndexByte(v, '|')])
+	start := len(n.buf)
+	for _, w := range words {
+		n.buf = append(n.buf, n.buf[w.from:w.to]...)
 	}
-	t.idSystems = list(from)
-	return t
+	return span{start, len(n.buf)}, words[0], suffix
+}
+
+// suffixOf is the generational suffix s writes once folded, or "".
+func (n *normaliser) suffixOf(s string) string {
+	from := len(n.buf)
+	n.buf = n.appendFolded(n.buf, s)
+	sfx := suffixOf(string(n.buf[from:]))
+	n.buf = n.buf[:from]
+	return sfx
 }
 
 func isSystem(s, want string) bool { return s == want || strings.EqualFold(strings.TrimSpace(s), want) }
 
-// identifierSystem is an identifier's system as matching compares it.
-func identifierSystem(id Identifier) string { return strings.ToLower(strings.TrimSpace(id.System)) }
-
-// appendOnce appends s to *arena unless it is among (*arena)[from:].
-func appendOnce(arena *[]string, from int, s string) {
-	if !slices.Contains((*arena)[from:], s) {
-		*arena = append(*arena, s)
+// appendLower appends s in lower case to dst.
+func appendLower(dst []byte, s string) []byte {
+	if !isASCII(s) {
+		return append(dst, strings.ToLower(s)...)
 	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // foldAccents takes the marks off letters (é → e) the way Unicode
@@ -212,22 +324,6 @@ func foldWith(accents transform.Transformer, s string) string {
 // nameWords are the words of a name, folded.
 func nameWords(s string) []string { return strings.Fields(foldName(s)) }
 
-// appendWords appends the words of folded to words.
-func appendWords(words []string, folded string) []string {
-	for w := range strings.FieldsSeq(folded) {
-		words = append(words, w)
-	}
-	return words
-}
-
-// concat joins words without a separator.
-func concat(words []string) string {
-	if len(words) == 1 {
-		return words[0]
-	}
-	return strings.Join(words, "")
-}
-
 // suffixOf is the generational suffix a folded word writes, or "".
 func suffixOf(w string) string {
 	switch strings.ReplaceAll(w, " ", "") {
@@ -250,82 +346,98 @@ func suffixOf(w string) string {
 // ("+1-217-555-0633", "(217) 555-0633"), else its E.164 form read by
 // libphonenumber (phonenumbers) with the United States as the default
 // region; "" when it is not a number. An extension is left out.
-func NationalPhone(s string) string {
+func NationalPhone(s string) string { return string(appendNationalPhone(nil, s)) }
+
+// appendNationalPhone appends NationalPhone(s) to dst.
+func appendNationalPhone(dst []byte, s string) []byte {
 	if i := strings.IndexAny(s, "xXeE#;"); i >= 0 { // x12, ext. 12, #12, ;ext=12
 		s = s[:i]
 	}
-	digits := make([]byte, 0, 16)
+	from := len(dst)
 	plus := false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= '0' && c <= '9':
-			digits = append(digits, c)
-		case c == '+' && len(digits) == 0:
+			dst = append(dst, c)
+		case c == '+' && len(dst) == from:
 			plus = true
 		}
 	}
 	// The common case, without the library's parse: a North American
 	// number, written nationally or with +1.
+	digits := dst[from:]
 	switch {
 	case len(digits) == 10 && !plus && digits[0] >= '2':
-		return string(digits)
+		return dst
 	case len(digits) == 11 && digits[0] == '1' && digits[1] >= '2':
-		return string(digits[1:])
+		return append(dst[:from], digits[1:]...)
 	case len(digits) < 7 || len(digits) > 15:
-		return ""
+		return dst[:from]
 	}
 	// Elsewhere, the library; a North American number that was not ten
 	// digits above (a local seven-digit one) is not a whole number.
 	n, err := phonenumbers.Parse(s, "US")
 	if err != nil || n.GetCountryCode() == 1 || !phonenumbers.IsPossibleNumber(n) {
-		return ""
+		return dst[:from]
 	}
-	return phonenumbers.Format(n, phonenumbers.E164)
+	return append(dst[:from], phonenumbers.Format(n, phonenumbers.E164)...)
 }
 
-// addressKey is an address as matching compares it: its first line,
-// folded, with street types, directions and unit words abbreviated as the
-// US Postal Service does, and the first five characters of its postal
-// code; "" when either is missing.
-func addressKey(a Address, fold func(string) string) string {
+// appendAddressKey appends an address as matching compares it to dst:
+// its first line, folded, with street types, directions and unit words
+// abbreviated as the US Postal Service does, "|" and the first five
+// characters of its postal code; nothing when either is missing.
+func (n *normaliser) appendAddressKey(dst []byte, a Address) []byte {
 	var line string
 	for _, l := range a.Line {
 		if line = strings.TrimSpace(l); line != "" {
 			break
 		}
 	}
-	postal := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(a.PostalCode), " ", ""))
-	if len(postal) > 5 {
-		postal = postal[:5]
-	}
+	postal := strings.TrimSpace(a.PostalCode)
 	if line == "" || postal == "" {
-		return ""
+		return dst
 	}
-	folded := fold(line)
-	b := make([]byte, 0, len(folded)+1+len(postal))
-	for i := 0; i < len(folded); {
-		if folded[i] == ' ' {
+	// The line is folded where the key goes, and its words moved down
+	// over the spaces between them (a key is never longer than its line).
+	from := len(dst)
+	dst = n.appendFolded(dst, line)
+	w := from
+	for i := from; i < len(dst); {
+		if dst[i] == ' ' {
 			i++
 			continue
 		}
 		j := i
-		for j < len(folded) && folded[j] != ' ' {
+		for j < len(dst) && dst[j] != ' ' {
 			j++
 		}
-		w := folded[i:j]
-		if folded[i] > '9' { // a word, not a number
-			if abbr, ok := streetWords[w]; ok {
-				w = abbr
-			}
+		if w > from {
+			dst[w] = ' '
+			w++
 		}
-		if len(b) > 0 {
-			b = append(b, ' ')
+		if abbr, ok := streetWords[string(dst[i:j])]; ok && dst[i] > '9' { // a word, not a number
+			w += copy(dst[w:], abbr)
+		} else {
+			w += copy(dst[w:], dst[i:j])
 		}
-		b = append(b, w...)
 		i = j
 	}
-	b = append(b, '|')
-	return string(append(b, postal...))
+	if w == from {
+		return dst[:from]
+	}
+	dst = append(dst[:w], '|')
+	if !isASCII(postal) {
+		postal = strings.ToLower(strings.ReplaceAll(postal, " ", ""))
+		return append(dst, postal[:min(5, len(postal))]...)
+	}
+	for i, k := 0, 0; i < len(postal) && k < 5; i++ {
+		if postal[i] != ' ' {
+			dst = appendLower(dst, postal[i:i+1])
+			k++
+		}
+	}
+	return dst
 }
 
 // streetWords abbreviates the words of a street line (USPS Publication 28:
