@@ -36,11 +36,12 @@ func MatchPeople(records []Patient, links *LinkSet) []Person {
 	m.reset(records)
 	m.applyLinks(links)
 	pairs := m.candidates()
-	certain := slices.DeleteFunc(slices.Clone(pairs), func(p pair) bool { return !p.c.certain })
+	certain := slices.DeleteFunc(append(m.certain[:0], pairs...), func(p pair) bool { return !p.c.certain })
 	slices.SortStableFunc(certain, func(a, b pair) int { return cmp.Compare(b.c.weight, a.c.weight) })
 	for _, p := range certain {
 		m.joinCertain(p)
 	}
+	m.certain = certain
 	return m.people(pairs)
 }
 
@@ -65,11 +66,13 @@ type matcher struct {
 	index              map[uint64]int32
 	last, record, prev []int32
 	seen               []uint64
-	out                []pair
+	out, certain       []pair
 	norms              [2]*normaliser
 	// Scratch of sortedRoots.
 	keys                           []sortKey
 	familyRanks, givenRanks, order []int32
+	ids                            []byte
+	refs                           []SourceRef
 	rankIndex                      map[string]int32
 	distinct                       []string
 }
@@ -98,6 +101,7 @@ func (m *matcher) release() {
 	clear(m.traits)
 	clear(m.members)
 	clear(m.out)
+	clear(m.certain)
 	clear(m.keys)
 	clear(m.distinct)
 	clear(m.rankIndex)

@@ -1,7 +1,10 @@
 package ehr
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -392,6 +395,21 @@ func TestOneTypo(t *testing.T) {
 	} {
 		if got := oneTypo(c.a, c.b); got != c.want {
 			t.Errorf("oneTypo(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// The person id's hash is hash/fnv's FNV-1a of 128 bits, written over
+// strings: ids stay those of earlier builds.
+func TestFNV1a128_SameAsHashFNV(t *testing.T) {
+	for _, in := range []string{"", "a", "ehr-a\x00pat-1\x00", "Ørsted\xff", strings.Repeat("x", 300)} {
+		want := fnv.New128a()
+		want.Write([]byte(in))
+		h := fnv1a128{fnvOffset128Hi, fnvOffset128Lo}
+		h.write(in)
+		got := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, h.hi), h.lo)
+		if !bytes.Equal(got, want.Sum(nil)) {
+			t.Errorf("%q: %x, want %x", in, got, want.Sum(nil))
 		}
 	}
 }
