@@ -109,6 +109,28 @@ func TestHardening_DeepJSONIsRefusedEverywhereWithBoundedMemory(t *testing.T) {
 	}
 }
 
+// Go's decoder matches keys to fields whatever their case; the contract
+// makes a key that names no field (and a repeated one) a 400.
+func TestHardening_KeysInAnotherCaseAreRefused(t *testing.T) {
+	w, s := botWorld(t)
+	tok := w.token("alice")
+	biz := w.createBusiness("alice")
+	for _, c := range []struct{ method, path, body, want string }{
+		{"PATCH", "/business/" + biz, `{"name":"A","NAME":"B"}`, `Unknown field \"NAME\"`},
+		{"PATCH", "/business/" + biz, `{"Name":"A"}`, `Unknown field \"Name\"`},
+		{"POST", "/appointment/customer", `{"agentId":"dr-ana","Patient":{"email":"a@x.org"}}`, `Unknown field \"Patient\"`},
+		{"POST", "/api/v1/search", `{"QUERY":"Smith"}`, `Unknown field \"QUERY\"`},
+	} {
+		r := s.do(c.method, c.path, tok, strings.NewReader(c.body), "Content-Type", "application/json", "user-type", "business")
+		if r.status != 400 || r.errorCode(t) != "invalid_json" || !strings.Contains(string(r.body), c.want) {
+			t.Errorf("%s %s %s: %d %s", c.method, c.path, c.body, r.status, r.body)
+		}
+	}
+	if r := s.do("GET", "/business/"+biz, tok, nil, "user-type", "business"); !strings.Contains(string(r.body), `"name"`) || strings.Contains(string(r.body), `"name":"A"`) {
+		t.Errorf("the business changed: %s", r.body)
+	}
+}
+
 func TestHardening_PageAbove10000IsRefusedOnEveryListing(t *testing.T) {
 	w, s := botWorld(t)
 	staff, patient := w.token("reception"), w.scopedToken("ana", "patient/Appointment.cus")

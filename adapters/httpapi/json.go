@@ -8,8 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/carebridge/carebridge/core"
@@ -72,7 +74,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 // a struct's body hold only its fields, and a flat body of a million keys
 // costs the decoder's refusal alone.
 func unmarshalStrict(body []byte, v any) error {
-	if err := walkJSON(body, false); err != nil {
+	if err := walkJSON(body, nil); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -83,7 +85,7 @@ func unmarshalStrict(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errBadJSON.WithMessage("The body must hold exactly one JSON value")
 	}
-	return walkJSON(body, true)
+	return walkJSON(body, &keyRules{root: reflect.TypeOf(v)})
 }
 
 // jsonError turns a decoding failure into a message naming the field.
@@ -132,13 +134,15 @@ var errJSONTooDeep = errBadJSON.WithMessage("JSON nesting is deeper than %d leve
 
 // walkJSON refuses a body that nests arrays and objects deeper than
 // maxJSONDepth and, with keys, one with an object that names a key twice,
-// at any depth. It reads the bytes once, without recursion, keeping one
+// at any depth, or that names a field of the Go value it decodes into in
+// another case than the field's ("NAME" for "name": encoding/json would
+// take it). It reads the bytes once, without recursion, keeping one
 // entry per open array or object, so a body of nothing but "[" costs a few
 // KiB to refuse; a key's path is built only to report it. It does not check
 // the syntax: where it cannot follow a body, it stops and leaves the body to
 // the decoder, which says what is wrong and where (nothing it stops at is
 // valid JSON, and the decoder reads no further than that).
-func walkJSON(body []byte, keys bool) error {
+func walkJSON(body []byte, keys *keyRules) error {
 	var open []container
 	for i := 0; i < len(body); i++ {
 		switch body[i] {
@@ -146,7 +150,14 @@ func walkJSON(body []byte, keys bool) error {
 			if len(open) == maxJSONDepth {
 				return errJSONTooDeep
 			}
-			open = append(open, container{object: body[i] == '{', wantKey: body[i] == '{'})
+			c := container{object: body[i] == '{', wantKey: body[i] == '{'}
+			if keys != nil {
+				c.typ = keys.root
+				if len(open) > 0 {
+					c.typ = open[len(open)-1].valueType()
+				}
+			}
+			open = append(open, c)
 		case '}', ']':
 			if len(open) == 0 {
 				return nil // not JSON
@@ -164,7 +175,7 @@ func walkJSON(body []byte, keys bool) error {
 			if end < 0 {
 				return nil // not JSON
 			}
-			if keys && len(open) > 0 && open[len(open)-1].object && open[len(open)-1].wantKey {
+			if keys != nil && len(open) > 0 && open[len(open)-1].object && open[len(open)-1].wantKey {
 				key, ok := decodeKey(body[i : end+1])
 				if !ok {
 					return nil // not JSON
@@ -174,12 +185,19 @@ func walkJSON(body []byte, keys bool) error {
 					return errBadJSON.WithMessage("Duplicate key %s", keyPath(open, key))
 				}
 				top.key, top.wantKey = key, false
+				if !top.field(key) {
+					return errBadJSON.WithMessage("Unknown field %q", keyPath(open, key))
+				}
 			}
 			i = end
 		}
 	}
 	return nil
 }
+
+// keyRules are what walkJSON checks keys against: the Go type the body
+// decodes into.
+type keyRules struct{ root reflect.Type }
 
 // container is an open array or object of walkJSON's walk.
 type container struct {
@@ -189,6 +207,97 @@ type container struct {
 	index   int                 // array: the index of the element being read
 	keys    []string            // object: its keys so far, while few
 	set     map[string]struct{} // object: its keys, once many
+	// typ is the Go type the container decodes into (nil: any, or one
+	// that decodes itself); member that of the value being read.
+	typ, member reflect.Type
+}
+
+// field reports whether key names a field of the object's struct exactly
+// (any key, when the object is not a struct), and sets the type of the
+// value that follows.
+func (c *container) field(key string) bool {
+	t := plain(c.typ)
+	switch {
+	case t == nil:
+		c.member = nil
+	case t.Kind() == reflect.Map:
+		c.member = t.Elem()
+	case t.Kind() == reflect.Struct:
+		f, ok := jsonFields(t)[key]
+		c.member = f
+		return ok
+	default:
+		c.member = nil
+	}
+	return true
+}
+
+// valueType is the Go type of the value being read in the container.
+func (c *container) valueType() reflect.Type {
+	if c.object {
+		return c.member
+	}
+	if t := plain(c.typ); t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		return t.Elem()
+	}
+	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// plain is t without pointers, or nil when values of t decode themselves
+// (their keys are theirs to judge) or t is an interface.
+func plain(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() == reflect.Interface || t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	return t
+}
+
+// fieldsByType caches jsonFields.
+var fieldsByType sync.Map // reflect.Type → map[string]reflect.Type
+
+// jsonFields are the JSON names of a struct's fields, as encoding/json
+// writes them (its tag's name, else the field's; an embedded struct's
+// fields promoted), and their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldsByType.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	fields := map[string]reflect.Type{}
+	addFields(fields, t, 0)
+	fieldsByType.Store(t, fields)
+	return fields
+}
+
+func addFields(fields map[string]reflect.Type, t reflect.Type, depth int) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case f.Anonymous && name == "" && ft.Kind() == reflect.Struct && depth < 8:
+			addFields(fields, ft, depth+1)
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		if _, taken := fields[name]; !taken {
+			fields[name] = f.Type
+		}
+	}
 }
 
 // seen reports whether the object already has key, and records it. Most

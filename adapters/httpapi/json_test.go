@@ -102,6 +102,13 @@ func TestUnmarshalStrict_DuplicateKeyIsNamedByItsPath(t *testing.T) {
 		{`[{"x":1},[{"x":1,"x":2}]]`, new(any), "Duplicate key [1][0].x"},
 		{`{"a":1,"\u0061":2}`, new(any), "Duplicate key a"}, // the same key, escaped
 		{many.String(), new(any), "Duplicate key k7"},
+		// Keys name fields exactly: encoding/json alone would take these.
+		{`{"name":"A","NAME":"B"}`, &editBusinessRequest{}, `Unknown field "NAME"`},
+		{`{"Name":"A"}`, &editBusinessRequest{}, `Unknown field "Name"`},
+		{`{"patient":{"Email":"a@x.org"}}`, &bookingRequest{}, `Unknown field "patient.Email"`},
+		{`{"operatingHours":[{"day":"Monday"},{"DAY":"Friday"}]}`, &struct {
+			OperatingHours []entry `json:"operatingHours"`
+		}{}, `Unknown field "operatingHours[1].DAY"`},
 	} {
 		if msg := strictMessage(t, tt.body, tt.v); msg != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.body, msg, tt.want)
