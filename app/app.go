@@ -323,7 +323,7 @@ func newObjectStore(ctx context.Context, cfg ObjectStore) (storage.ObjectStore, 
 // its values sealed under key, else an in-process LRU.
 func (a *App) newCache(ctx context.Context, url string, key []byte) (ehr.Cache, error) {
 	if url == "" {
-		return memory.New(memoryCacheEntries), nil
+		return memory.New(memoryCacheEntries, memoryCacheBytes), nil
 	}
 	c, err := redis.New(ctx, url, key)
 	if err != nil {
@@ -333,8 +333,12 @@ func (a *App) newCache(ctx context.Context, url string, key []byte) (ehr.Cache, 
 	return c, nil
 }
 
-// memoryCacheEntries bounds the in-process search cache.
-const memoryCacheEntries = 10000
+// memoryCacheEntries and memoryCacheBytes bound the in-process search
+// cache.
+const (
+	memoryCacheEntries = 10000
+	memoryCacheBytes   = 256 << 20
+)
 
 func newVerifier(ctx context.Context, cfg Config) (*auth.Verifier, error) {
 	if cfg.DevKey != nil {

@@ -17,24 +17,33 @@ import (
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-// DefaultMaxEntries is the bound New uses when given zero or less.
-const DefaultMaxEntries = 10000
+// DefaultMaxEntries and DefaultMaxBytes are the bounds New uses when given
+// zero or less.
+const (
+	DefaultMaxEntries = 10000
+	DefaultMaxBytes   = 256 << 20
+)
 
 // sweepInterval is how often Incr removes expired counters.
 const sweepInterval = time.Minute
 
 var _ ehr.Cache = (*Cache)(nil)
 
-// Cache is an in-process ehr.Cache. It holds at most maxEntries values
-// (the least recently used goes first) and at most maxEntries counters
+// Cache is an in-process ehr.Cache. It holds at most maxEntries values of
+// about maxBytes in all (ehr.Answer.Size; the least recently used goes
+// first, and an answer of more than a quarter of maxBytes is not kept:
+// one record answer can hold hundreds of thousands of records) and at
+// most maxEntries counters
 // (expired ones are removed every minute and whenever the map is full;
 // when every counter is live, the one closest to expiry makes room). It
 // is safe for concurrent use and needs no Close.
 type Cache struct {
 	now func() time.Time // the clock; tests replace it
 
-	mu     sync.Mutex
-	values *simplelru.LRU[string, entry]
+	mu       sync.Mutex
+	values   *simplelru.LRU[string, entry]
+	bytes    int // the values' sizes
+	maxBytes int
 
 	cmu         sync.Mutex
 	counters    map[string]*counter
@@ -44,6 +53,7 @@ type Cache struct {
 
 type entry struct {
 	value   ehr.Answer
+	size    int
 	expires time.Time
 }
 
@@ -52,22 +62,27 @@ type counter struct {
 	expires time.Time
 }
 
-// New returns a cache holding at most maxEntries values and maxEntries
-// counters (DefaultMaxEntries when maxEntries <= 0).
-func New(maxEntries int) *Cache {
+// New returns a cache holding at most maxEntries values of about maxBytes
+// in all, and maxEntries counters (the defaults when zero or less).
+func New(maxEntries, maxBytes int) *Cache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultMaxEntries
 	}
-	values, err := simplelru.NewLRU[string, entry](maxEntries, nil)
-	if err != nil { // only for a size <= 0, excluded above
-		panic(err)
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
 	}
-	return &Cache{
+	c := &Cache{
 		now:         time.Now,
-		values:      values,
+		maxBytes:    maxBytes,
 		counters:    make(map[string]*counter),
 		maxCounters: maxEntries,
 	}
+	values, err := simplelru.NewLRU(maxEntries, func(_ string, e entry) { c.bytes -= e.size })
+	if err != nil { // only for a size <= 0, excluded above
+		panic(err)
+	}
+	c.values = values
+	return c
 }
 
 // Get returns the answer of key, or false when it is absent or expired.
@@ -88,16 +103,22 @@ func (c *Cache) Get(_ context.Context, key string) (ehr.Answer, bool, error) {
 	return e.value, true, nil
 }
 
-// Set stores a under key for ttl; a ttl of zero or less removes key.
+// Set stores a under key for ttl; a ttl of zero or less removes key, and
+// so does an answer too large to keep.
 func (c *Cache) Set(_ context.Context, key string, a ehr.Answer, ttl time.Duration) error {
 	now := c.now()
+	size := a.Size()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ttl <= 0 {
-		c.values.Remove(key)
+	c.values.Remove(key)
+	if ttl <= 0 || size > c.maxBytes/4 {
 		return nil
 	}
-	c.values.Add(key, entry{value: a, expires: now.Add(ttl)})
+	for c.bytes+size > c.maxBytes && c.values.Len() > 0 {
+		c.values.RemoveOldest()
+	}
+	c.values.Add(key, entry{value: a, size: size, expires: now.Add(ttl)})
+	c.bytes += size
 	return nil
 }
 

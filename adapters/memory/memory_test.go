@@ -31,7 +31,7 @@ func (c *clock) advance(d time.Duration) {
 
 func newTestCache(maxEntries int) (*Cache, *clock) {
 	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	c := New(maxEntries)
+	c := New(maxEntries, 0)
 	c.now = clk.now
 	return c, clk
 }
@@ -149,9 +149,50 @@ func TestCache_EvictsLeastRecentlyUsed(t *testing.T) {
 	}
 }
 
+// Entries are bounded in bytes too: one record answer may hold a few
+// records or some hundred thousand.
+func TestCache_BoundedInBytes(t *testing.T) {
+	c, _ := newTestCache(1000)
+	big := func(n int) ehr.Answer {
+		return ehr.Answer{RecordSets: []ehr.SourceRecords{{Source: "a", Records: make([]ehr.Record, n)}}}
+	}
+	one := big(100).Size()
+	c.maxBytes = 10 * one
+	for i := range 30 {
+		if err := c.Set(context.Background(), fmt.Sprint(i), big(100), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if c.bytes > c.maxBytes {
+			t.Fatalf("%d bytes after %d answers, bound %d", c.bytes, i+1, c.maxBytes)
+		}
+	}
+	if c.values.Len() != 10 {
+		t.Errorf("%d answers kept, room for 10", c.values.Len())
+	}
+	if _, ok, _ := c.Get(context.Background(), "29"); !ok {
+		t.Error("the newest answer is not kept")
+	}
+	if _, ok, _ := c.Get(context.Background(), "0"); ok {
+		t.Error("the oldest answer is still kept")
+	}
+	c.Set(context.Background(), "huge", big(300), time.Minute) // more than a quarter of the bound
+	if _, ok, _ := c.Get(context.Background(), "huge"); ok {
+		t.Error("an answer of more than a quarter of the bound is kept")
+	}
+	c.Set(context.Background(), "29", ehr.Answer{}, 0) // removed: its bytes go with it
+	sum := 0
+	for _, k := range c.values.Keys() {
+		e, _ := c.values.Peek(k)
+		sum += e.size
+	}
+	if sum != c.bytes {
+		t.Errorf("bytes %d, entries weigh %d", c.bytes, sum)
+	}
+}
+
 func TestNew_DefaultBound(t *testing.T) {
 	for _, n := range []int{0, -1} {
-		if c := New(n); c.maxCounters != DefaultMaxEntries {
+		if c := New(n, n); c.maxCounters != DefaultMaxEntries || c.maxBytes != DefaultMaxBytes {
 			t.Errorf("New(%d) bound = %d", n, c.maxCounters)
 		}
 	}
@@ -220,7 +261,7 @@ func TestCache_SweepsExpiredCounters(t *testing.T) {
 }
 
 func TestCache_ConcurrentUse(t *testing.T) {
-	c := New(64)
+	c := New(64, 0)
 	ctx := context.Background()
 	const workers, rounds = 8, 500
 	var total atomic.Int64

@@ -8,8 +8,8 @@ import (
 
 func TestRecent_ExpiresAndStaysBounded(t *testing.T) {
 	now := time.Now()
-	r := newRecent(3)
-	r.put("a", view{Sources: []string{"x"}}, now.Add(time.Second), now)
+	r := newRecent(3, 1<<20)
+	r.put("a", view{Sources: []string{"x"}}, 10, now.Add(time.Second), now)
 	if c, ok := r.get("a", now); !ok || c.Sources[0] != "x" {
 		t.Fatal("fresh entry missed")
 	}
@@ -17,13 +17,39 @@ func TestRecent_ExpiresAndStaysBounded(t *testing.T) {
 		t.Fatal("expired entry served")
 	}
 	for i := range 10 {
-		r.put(fmt.Sprint(i), view{}, now.Add(time.Hour), now)
+		r.put(fmt.Sprint(i), view{}, 10, now.Add(time.Hour), now)
 	}
 	if len(r.entries) > 3 {
 		t.Fatalf("%d entries, bound 3", len(r.entries))
 	}
 	if _, ok := r.get("9", now); !ok {
 		t.Fatal("the newest entry is not kept")
+	}
+}
+
+func TestRecent_BoundedInBytes(t *testing.T) {
+	now := time.Now()
+	r := newRecent(100, 1000)
+	r.put("huge", view{}, 251, now.Add(time.Hour), now)
+	if _, ok := r.get("huge", now); ok {
+		t.Fatal("an answer of more than a quarter of the bound is kept")
+	}
+	for i := range 10 {
+		r.put(fmt.Sprint(i), view{}, 200, now.Add(time.Hour), now)
+		if r.bytes > 1000 {
+			t.Fatalf("%d bytes after %d entries of 200, bound 1000", r.bytes, i+1)
+		}
+	}
+	if _, ok := r.get("9", now); !ok {
+		t.Fatal("the newest entry is not kept")
+	}
+	r.put("9", view{}, 100, now.Add(time.Hour), now) // replaced, not counted twice
+	sum := 0
+	for _, e := range r.entries {
+		sum += e.size
+	}
+	if sum != r.bytes {
+		t.Fatalf("bytes %d, entries weigh %d", r.bytes, sum)
 	}
 }
 

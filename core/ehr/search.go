@@ -32,6 +32,9 @@ type Config struct {
 	MaxPerSystem int
 	// Links reads the person links of the acting business; nil: no links.
 	Links LinkReader
+	// MemoBytes bounds the matched answers kept in process (about; 0:
+	// 64 MiB).
+	MemoBytes int
 }
 
 // LinkReader reads the person links of a business (LinkStore has it).
@@ -111,8 +114,12 @@ type Service struct {
 	now     func() time.Time
 }
 
-// recentEntries bounds the decoded answers kept in process.
-const recentEntries = 256
+// recentEntries bounds the matched answers kept in process, and
+// defaultMemoBytes their size when Config.MemoBytes is not set.
+const (
+	recentEntries    = 256
+	defaultMemoBytes = 64 << 20
+)
 
 // NewService returns the gateway over the systems in force (in the order of
 // the EHR systems file, which is also the order of merged sources); each
@@ -121,7 +128,10 @@ func NewService(systems Systems, cache Cache, cfg Config) *Service {
 	if cfg.MaxPerSystem <= 0 {
 		cfg.MaxPerSystem = defaultMaxPerSystem
 	}
-	return &Service{systems: systems, cache: cache, recent: newRecent(recentEntries), cfg: cfg, now: time.Now}
+	if cfg.MemoBytes <= 0 {
+		cfg.MemoBytes = defaultMemoBytes
+	}
+	return &Service{systems: systems, cache: cache, recent: newRecent(recentEntries, cfg.MemoBytes), cfg: cfg, now: time.Now}
 }
 
 // Search validates the request, applies the caller's rate limit, answers
@@ -215,7 +225,7 @@ func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, 
 		if hit {
 			res.CacheHit = true
 			out := resolve(raw, v, links)
-			s.recent.put(memo, out, start.Add(min(recentFromShared, s.cfg.CacheTTL)), start)
+			s.recent.put(memo, out, raw.Size(), start.Add(min(recentFromShared, s.cfg.CacheTTL)), start)
 			return out, nil
 		}
 	}
@@ -227,7 +237,7 @@ func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, 
 	out := resolve(raw, v, links)
 	// A cache that cannot store only costs the next request a miss.
 	if len(failures) == 0 && caching && s.cache.Set(ctx, key, raw, s.cfg.CacheTTL) == nil {
-		s.recent.put(memo, out, start.Add(s.cfg.CacheTTL), start)
+		s.recent.put(memo, out, raw.Size(), start.Add(s.cfg.CacheTTL), start)
 	}
 	return out, nil
 }
