@@ -218,7 +218,7 @@ func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cac
 	logEHRSystems(ctx, a.log, cfg.EHR)
 	a.links = a.db.Links()
 	a.personLinks = ehr.NewLinks(a.ehrs, a.links)
-	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit, Links: a.links})
+	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit, Links: a.links, KeyKey: keys.searchKeyKey()})
 	a.scheduling = ehr.NewScheduling(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
 		ehr.SchedulingConfig{FingerprintKeys: keys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
 	a.reconcileEvery = cfg.ReconcileEvery

@@ -21,6 +21,7 @@ const (
 	purposeWebhookSecrets = "carebridge/webhook-secrets/v1"
 	purposeIdempotency    = "carebridge/idempotency/v1"
 	purposeSearchCache    = "carebridge/search-cache/v1"
+	purposeSearchKeys     = "carebridge/search-keys/v1"
 )
 
 // Keys are the service's own keys, resolved (LoadKeys): the first seals
@@ -73,6 +74,10 @@ func (k Keys) WebhookSealer() (*webhook.Sealer, error) {
 // cacheKey seals what is cached in Redis: the first key's alone (a value
 // cached under an older key is a miss).
 func (k Keys) cacheKey() []byte { return k.derive(purposeSearchCache)[0] }
+
+// searchKeyKey keys the names the search gateway gives what it caches:
+// the first key's alone (a name under an older key is a miss).
+func (k Keys) searchKeyKey() []byte { return k.derive(purposeSearchKeys)[0] }
 
 // fingerprintKeys key the Idempotency-Key fingerprints, the first's first.
 func (k Keys) fingerprintKeys() [][]byte { return k.derive(purposeIdempotency) }

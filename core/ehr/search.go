@@ -2,6 +2,7 @@ package ehr
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,11 @@ type Config struct {
 	// MemoBytes bounds the matched answers kept in process (about; 0:
 	// 64 MiB).
 	MemoBytes int
+	// KeyKey keys the names of what the gateway keeps in the cache
+	// (answers, rate-limit counters): HMAC-SHA256 of the caller and the
+	// query, so a name in a shared cache can be neither guessed nor
+	// checked against a guess.
+	KeyKey []byte
 }
 
 // LinkReader reads the person links of a business (LinkStore has it).
@@ -210,7 +216,7 @@ func (s *Service) linksOf(ctx context.Context, business string) (*LinkSet, error
 // failures is cached. The cache keeps what the systems answered, before
 // matching, so a link changes the next answer, cached or not.
 func (s *Service) answer(ctx context.Context, res *SearchResult, caller string, v validated, systems []System, links *LinkSet, start time.Time) (view, error) {
-	key := cacheKey(caller, v, systems)
+	key := s.cacheKey(caller, v, systems)
 	caching := s.cfg.CacheTTL > 0 && len(systems) > 0
 	memo := key + "\x00" + links.Digest()
 	if caching {
@@ -300,7 +306,7 @@ func (s *Service) limit(ctx context.Context, caller string) error {
 	if s.cfg.RateLimit <= 0 {
 		return nil
 	}
-	n, ttl, err := s.cache.Incr(ctx, "rl:v1:"+digest(caller), rateWindow)
+	n, ttl, err := s.cache.Incr(ctx, "rl:v2:"+keyed(s.cfg.KeyKey, caller), rateWindow)
 	if err != nil {
 		return fmt.Errorf("rate limit counter: %w", err)
 	}
@@ -417,7 +423,7 @@ func sourceError(name string, err error) SourceError {
 // the systems asked (so that an answer of other systems, before a reload of
 // the EHR systems file, is not served); the page is not part of it, as every
 // page is cut from the same list.
-func cacheKey(subject string, v validated, systems []System) string {
+func (s *Service) cacheKey(subject string, v validated, systems []System) string {
 	q := v.query
 	names := make([]string, len(systems))
 	for i, sys := range systems {
@@ -429,7 +435,14 @@ func cacheKey(subject string, v validated, systems []System) string {
 		strings.ToLower(q.Family), strings.ToLower(q.Given), q.BirthDate, q.Gender,
 		q.Identifier, q.Phone, dateKey(q.UpdatedFrom), dateKey(q.UpdatedTo),
 	}, "\x00")
-	return cacheKeyPrefix + digest(subject+"\x01"+norm)
+	return cacheKeyPrefix + keyed(s.cfg.KeyKey, subject+"\x01"+norm)
+}
+
+// keyed is the HMAC-SHA256 of s under key, half of it in hex.
+func keyed(key []byte, s string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(s))
+	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 func dateKey(t time.Time) string {

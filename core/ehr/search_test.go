@@ -248,7 +248,23 @@ func TestSearch_QueriesEHRsInParallel(t *testing.T) {
 }
 
 func TestCacheKey_IsVersioned(t *testing.T) {
-	if k := cacheKey("subject", validated{}, nil); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v4:" {
+	s := NewService(FixedSystems{}, memCache(), Config{})
+	if k := s.cacheKey("subject", validated{}, nil); !strings.HasPrefix(k, cacheKeyPrefix) || cacheKeyPrefix != "search:v4:" {
 		t.Errorf("cache key %q; want the prefix search:v4:", k)
+	}
+}
+
+// The cache's names are keyed: without the service's key, nobody can
+// compute the name of a caller's search to test a guess against a shared
+// cache.
+func TestCacheKey_IsKeyed(t *testing.T) {
+	v := validated{searchType: "patient_record", query: PatientQuery{Family: "smith"}}
+	a := NewService(FixedSystems{}, memCache(), Config{KeyKey: []byte("one")})
+	b := NewService(FixedSystems{}, memCache(), Config{KeyKey: []byte("two")})
+	if a.cacheKey("u", v, nil) == b.cacheKey("u", v, nil) {
+		t.Error("two keys name a search alike")
+	}
+	if a.cacheKey("u", v, nil) != a.cacheKey("u", v, nil) {
+		t.Error("a name is not stable under one key")
 	}
 }
