@@ -2,14 +2,15 @@ package audit
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
 )
 
 // Tally counts the requests refused for want of valid credentials (401) so
-// that the trail records them at most once per client address, action and
-// minute: one event, the first refusal's, with detail.count saying how many
+// that the trail records them at most once per client network (an IPv4
+// address, an IPv6 /64: one host holds a whole /64), action and minute: one event, the first refusal's, with detail.count saying how many
 // it stands for. Anonymous traffic then neither fills the trail nor waits
 // for it. Its memory is bounded: it tracks at most max groups; a refusal
 // that would start another joins its action's overflow group, which
@@ -52,7 +53,22 @@ func NewTally(limit int) *Tally {
 // Add counts one refusal of a request from addr; e is its event, whose At
 // places it in its minute.
 func (t *Tally) Add(addr string, e Event) {
-	t.add(tallyKey{addr: addr, action: e.Action, minute: e.At.Truncate(time.Minute)}, e, 1)
+	t.add(tallyKey{addr: network(addr), action: e.Action, minute: e.At.Truncate(time.Minute)}, e, 1)
+}
+
+// network is the network a client address is counted by: an IPv6
+// address's /64, else the address itself (IPv4, an IPv4-mapped IPv6
+// address as IPv4, or what is not an address).
+func network(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
+	}
+	return ip.String()
 }
 
 func (t *Tally) add(k tallyKey, first Event, n int) {

@@ -58,6 +58,26 @@ func TestTally_OneEventPerAddressActionAndMinute(t *testing.T) {
 	}
 }
 
+// One host may hold a whole IPv6 /64: its addresses are one client.
+func TestTally_AnIPv6SlashSixtyFourIsOneClient(t *testing.T) {
+	minute := time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC)
+	tally := audit.NewTally(100)
+	for i := range 1000 {
+		tally.Add(fmt.Sprintf("2001:db8:1:2:%x::%x", i, i), refusal(audit.BlobDownload, minute, fmt.Sprint("a", i)))
+	}
+	tally.Add("2001:db8:1:3::1", refusal(audit.BlobDownload, minute, "other"))
+	tally.Add("::ffff:10.0.0.1", refusal(audit.BlobDownload, minute, "v4"))
+	tally.Add("10.0.0.1", refusal(audit.BlobDownload, minute, "v4again"))
+	got := tally.Take(time.Time{})
+	n := map[string]int{}
+	for _, g := range got {
+		n[g.Event().RequestID] = g.Count()
+	}
+	if len(got) != 3 || n["a0"] != 1000 || n["other"] != 1 || n["v4"] != 2 {
+		t.Fatalf("groups %v, want one of 1000 for the /64, one for another /64, one of 2 for the IPv4 address", n)
+	}
+}
+
 func TestTally_BoundedByItsLimitWithOverflowPerAction(t *testing.T) {
 	at := time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC)
 	tally := audit.NewTally(10)
