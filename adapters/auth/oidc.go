@@ -15,7 +15,9 @@ import (
 // "/.well-known/openid-configuration") once, now, with ctx; the issuer it
 // names must equal issuerURL exactly. Signing keys come from the advertised
 // jwks_uri, are cached, and are refetched when a token names a key that is
-// not cached (the OIDC rotation rule). The accepted algorithms are the
+// not cached (the OIDC rotation rule), never for a token a cached key
+// refuses, and at most once per refetchPause when a refetch did not bring
+// the key a token named (keySet). The accepted algorithms are the
 // asymmetric ones the issuer advertises.
 //
 // When the issuer cannot be reached or its document is unusable, NewOIDC
@@ -46,10 +48,9 @@ func NewOIDC(ctx context.Context, issuerURL, audience string, opts ...Option) (*
 	if meta.JWKSURI == "" {
 		return nil, fmt.Errorf("oidc discovery for issuer %q: no jwks_uri", issuerURL)
 	}
-	// NewRemoteKeySet keeps ctx's values (the HTTP client) and ignores its
-	// cancellation, so the key set outlives this call.
-	keys := oidc.NewRemoteKeySet(ctx, meta.JWKSURI)
-	return newVerifier(issuerURL, keys, audience, allowedAlgs(meta.Algs), o), nil
+	algs := allowedAlgs(meta.Algs)
+	keys := newKeySet(meta.JWKSURI, o.client, algs, o.now)
+	return newVerifier(issuerURL, keys, audience, algs, o), nil
 }
 
 func checkIssuerURL(issuerURL string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,47 @@ func TestNewOIDC_HonoursContextDeadline(t *testing.T) {
 	cancel()
 	if _, err := auth.NewOIDC(ctx, iss.URL(), audience); !errors.Is(err, context.Canceled) {
 		t.Fatalf("NewOIDC(cancelled ctx) error = %v, want context.Canceled", err)
+	}
+}
+
+// withKid is token with its header's kid replaced (its signature no longer
+// checks out).
+func withKid(t *testing.T, token, kid string) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	header := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","kid":"` + kid + `","typ":"JWT"}`))
+	return header + "." + parts[1] + "." + parts[2]
+}
+
+// Forged tokens do not become requests to the issuer: one a held key
+// refuses costs none, and tokens naming keys the issuer does not have
+// cost one per pause, not one each.
+func TestAuthenticate_OIDC_ForgedTokensDoNotFetchKeysEachTime(t *testing.T) {
+	iss := oidctest.New(t)
+	clock := time.Now()
+	v := newOIDC(t, iss, auth.WithCacheTTL(0), auth.WithClock(func() time.Time { return clock }))
+	good := iss.Token(t, "user-1", audience, time.Hour)
+	assertAuth(t, v, good, "user-1", "")
+	fetches := iss.JWKSRequests()
+
+	for range 50 {
+		assertAuth(t, v, iss.SignWith(t, oidctest.UnknownKey, iss.Claims("user-1", audience, time.Hour)), "", "invalid_token")
+		assertAuth(t, v, tamper(t, good), "", "invalid_token")
+	}
+	if got := iss.JWKSRequests(); got != fetches {
+		t.Fatalf("%d JWKS requests for 100 tokens signed wrongly under a held key, want none", got-fetches)
+	}
+	for i := range 50 {
+		assertAuth(t, v, withKid(t, good, fmt.Sprint("forged-", i)), "", "invalid_token")
+	}
+	if got := iss.JWKSRequests(); got != fetches+1 {
+		t.Fatalf("%d JWKS requests for 50 tokens naming unknown keys, want 1 (then a pause)", got-fetches)
+	}
+	// After the pause a new key is looked for again: rotation still works.
+	clock = clock.Add(time.Minute)
+	iss.Rotate(t)
+	assertAuth(t, v, iss.Token(t, "user-2", audience, 2*time.Hour), "user-2", "")
+	if got := iss.JWKSRequests(); got != fetches+2 {
+		t.Fatalf("%d JWKS requests, want 2", got-fetches)
 	}
 }
