@@ -88,7 +88,7 @@ func TestBookings_APatientsListingOf500ReadsTheEHRInFewRequests(t *testing.T) {
 		n := counter.appts.Load() - before
 		t.Logf("EHR requests for one patient listing of %d bookings (%s): %d", ownListingBookings, what, n)
 		if r.status != 200 || page["totalCount"] != total {
-			t.Fatalf("listing (%s): %d %s; want %v appointments", what, r.status, r.body, total)
+			t.Fatalf("listing (%s): %d %.300s; want %v appointments", what, r.status, r.body, total)
 		}
 		return n
 	}

@@ -124,8 +124,6 @@ func (s *Scheduling) mayChange(ctx context.Context, id string) (requester, error
 	if c.sch, err = s.ehrOf(system, c.business); err != nil {
 		return requester{}, err
 	}
-	if system != "" {
-		c.system = system
-	}
+	c.system = system // "" too: the change is noted on that booking
 	return c, nil
 }

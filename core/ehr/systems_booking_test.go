@@ -193,3 +193,26 @@ func TestReconcile_SettlesAHoldInTheEHRSystemItRecorded(t *testing.T) {
 		t.Fatalf("the booking is recorded in its system: %+v", got)
 	}
 }
+
+// A booking recorded before bookings recorded their system (and not yet
+// pinned) is read and changed in the integration EHR of its business in
+// force, and its change is noted on it.
+func TestScheduling_ABookingOfNoSystemIsInItsBusinesssIntegrationEHR(t *testing.T) {
+	c := newCalendar(chicago)
+	s := scheduling(c)
+	start := time.Date(2030, 3, 6, 15, 0, 0, 0, time.UTC)
+	c.appts["old-1"] = Appointment{ID: "old-1", AgentID: "dr-1", Start: start, End: start.Add(30 * time.Minute), Status: StatusBooked, Source: "test"}
+	if _, err := s.bookings.Record(context.Background(), Booking{Subject: "pat", AppointmentID: "old-1", Start: start}); err != nil {
+		t.Fatal(err)
+	}
+	pat := patientCaller("pat")
+	if p, err := s.Appointments(pat, AppointmentFilter{}); err != nil || p.TotalCount != 1 {
+		t.Fatalf("listing: %+v %v", p, err)
+	}
+	if _, err := s.Cancel(pat, "old-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.bookings.BookedBy(context.Background(), "pat", ""); len(got) != 1 || !got[0].Cancelled || got[0].System != "" {
+		t.Fatalf("the booking after its cancel: %+v", got)
+	}
+}
