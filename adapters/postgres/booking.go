@@ -164,7 +164,11 @@ func (r *Bookings) BookedBy(ctx context.Context, subject, business string) ([]eh
 	rows, _ := r.db.Query(ctx, `SELECT ehr_system, appointment_id, cancelled FROM appointment_bookings
 		WHERE subject = $1 AND business_id = $2 ORDER BY created_at, ehr_system, appointment_id`,
 		subject, business)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ehr.OwnBooking])
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ehr.OwnBooking, error) {
+		var b ehr.OwnBooking
+		err := row.Scan(&b.System, &b.AppointmentID, &b.Cancelled)
+		return b, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read bookings: %w", err)
 	}
