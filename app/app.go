@@ -216,6 +216,7 @@ func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cac
 		return nil, err
 	}
 	logEHRSystems(ctx, a.log, cfg.EHR)
+	a.pinEHRSystems(ctx)
 	a.links = a.db.Links()
 	a.personLinks = ehr.NewLinks(a.ehrs, a.links)
 	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit, Links: a.links, KeyKey: keys.searchKeyKey()})
@@ -368,8 +369,12 @@ func NewBusinessWithoutLogos(db *postgres.Store) *business.Service {
 // next ones use the new; a system whose configuration (secrets included) is
 // unchanged keeps its clients, with their breaker, token cache, rate limiter
 // and link. When a system cannot be built it returns why and the systems in
-// force stay.
-func (a *App) ReloadEHR(cfg *ehrconfig.Config) error { return a.ehrs.reload(cfg) }
+// force stay. Before, the bookings that do not record their EHR system yet
+// are pinned to it under the systems in force (pinEHRSystems).
+func (a *App) ReloadEHR(cfg *ehrconfig.Config) error {
+	a.pinEHRSystems(context.Background())
+	return a.ehrs.reload(cfg)
+}
 
 // Addr is the address the server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }

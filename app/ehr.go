@@ -43,17 +43,25 @@ type ehrSystem struct {
 type ehrSet struct {
 	systems []*ehrSystem // in file order
 	multi   bool         // some system has businesses
-	// search and scheduler are those of a business the file does not
+	// search and integration are those of a business the file does not
 	// name (and of "", none): the systems without businesses, and
-	// integration.ehr when it is one of them (nil: none).
-	search    []ehr.System
-	scheduler ehr.Scheduler
-	// bySearch and byScheduler are those of each business the file names.
-	bySearch    map[string][]ehr.System
-	byScheduler map[string]ehr.Scheduler
+	// integration.ehr when it is one of them (none: no name).
+	search      []ehr.System
+	integration integration
+	// bySearch and byIntegration are those of each business the file
+	// names.
+	bySearch      map[string][]ehr.System
+	byIntegration map[string]integration
 	// syncs are the systems with sync on whose adapter has a change
 	// feed, by name.
 	syncs map[string]syncTarget
+}
+
+// integration is the integration EHR of a business: the system's name and
+// its Scheduler ("" and nil: none).
+type integration struct {
+	name string
+	sch  ehr.Scheduler
 }
 
 // ehrs is the EHR systems in force (ehr.Systems): each call answers from
@@ -98,13 +106,30 @@ func (e *ehrs) Search(business string) []ehr.System {
 	return set.search
 }
 
-// Scheduler returns the integration EHR of business (nil: none).
-func (e *ehrs) Scheduler(business string) ehr.Scheduler {
+// Integration returns the name and Scheduler of the integration EHR of
+// business (nil: none).
+func (e *ehrs) Integration(business string) (string, ehr.Scheduler) {
+	in := e.integrationOf(business)
+	return in.name, in.sch
+}
+
+// integrationOf is the integration EHR of business in the systems in
+// force.
+func (e *ehrs) integrationOf(business string) integration {
 	set := e.cur.Load()
-	if s, ok := set.byScheduler[business]; ok {
-		return s
+	if in, ok := set.byIntegration[business]; ok {
+		return in
 	}
-	return set.scheduler
+	return set.integration
+}
+
+// SchedulerOf returns the Scheduler of the system called name, whichever
+// businesses it serves (nil: no such system in force).
+func (e *ehrs) SchedulerOf(name string) ehr.Scheduler {
+	if sys, ok := e.cur.Load().byName(name); ok {
+		return sys.scheduler
+	}
+	return nil
 }
 
 // MultiPractice reports whether some system of the file has businesses.
@@ -230,13 +255,13 @@ func (e *ehrs) build(cfg *ehrconfig.Config, old *ehrSet) (_ *ehrSet, kept map[*e
 // names, and of any other.
 func (s *ehrSet) index(cfg *ehrconfig.Config) {
 	s.multi = cfg.MultiPractice()
-	scheduler := func(business string) ehr.Scheduler {
+	integrationOf := func(business string) integration {
 		if name, ok := cfg.IntegrationFor(business); ok {
 			if sys, ok := s.byName(name); ok {
-				return sys.scheduler
+				return integration{name: name, sch: sys.scheduler}
 			}
 		}
-		return nil
+		return integration{}
 	}
 	search := func(business string) []ehr.System {
 		var out []ehr.System
@@ -247,14 +272,14 @@ func (s *ehrSet) index(cfg *ehrconfig.Config) {
 		}
 		return out
 	}
-	s.search, s.scheduler = search(""), scheduler("")
-	s.bySearch, s.byScheduler = map[string][]ehr.System{}, map[string]ehr.Scheduler{}
+	s.search, s.integration = search(""), integrationOf("")
+	s.bySearch, s.byIntegration = map[string][]ehr.System{}, map[string]integration{}
 	named := slices.Collect(maps.Keys(cfg.Integration.ByBusiness))
 	for _, sys := range cfg.Systems {
 		named = append(named, sys.Businesses...)
 	}
 	for _, b := range named {
-		s.bySearch[b], s.byScheduler[b] = search(b), scheduler(b)
+		s.bySearch[b], s.byIntegration[b] = search(b), integrationOf(b)
 	}
 	s.syncs = syncTargets(cfg, s.systems)
 }

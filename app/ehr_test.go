@@ -63,8 +63,8 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	e.grace = time.Millisecond
 	before := e.Search("")
-	if names(before) != "a,bot" || e.Scheduler("") == nil {
-		t.Fatalf("systems %s, scheduler %v", names(before), e.Scheduler(""))
+	if names(before) != "a,bot" || e.scheduler("") == nil {
+		t.Fatalf("systems %s, scheduler %v", names(before), e.scheduler(""))
 	}
 
 	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileA+fileC+integrat)); err != nil {
@@ -74,7 +74,7 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	if names(after) != "a,c" {
 		t.Fatalf("after the reload: %s", names(after))
 	}
-	if after[0].Patients != before[0].Patients || e.Scheduler("") == nil {
+	if after[0].Patients != before[0].Patients || e.scheduler("") == nil {
 		t.Error("the unchanged system a has new clients: its breaker, token cache and rate limiter are lost")
 	}
 	if names(before) != "a,bot" {
@@ -101,8 +101,8 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	}
 
 	// No file: no systems, no integration.
-	if err := e.reload(nil); err != nil || len(e.Search("")) != 0 || e.Scheduler("") != nil {
-		t.Fatalf("reload(nil): %v, %s, %v", err, names(e.Search("")), e.Scheduler(""))
+	if err := e.reload(nil); err != nil || len(e.Search("")) != 0 || e.scheduler("") != nil {
+		t.Fatalf("reload(nil): %v, %s, %v", err, names(e.Search("")), e.scheduler(""))
 	}
 }
 
@@ -117,7 +117,7 @@ func TestEHRs_ASystemThatCannotBeBuiltLeavesTheSystemsInForce(t *testing.T) {
 	if err := e.reload(bad); err == nil || !strings.Contains(err.Error(), "system c") {
 		t.Fatalf("reload: %v", err)
 	}
-	if names(e.Search("")) != "a" || e.Scheduler("") == nil {
+	if names(e.Search("")) != "a" || e.scheduler("") == nil {
 		t.Fatalf("systems in force: %s", names(e.Search("")))
 	}
 }
@@ -177,9 +177,23 @@ func TestEHRs_AnswerEachBusinessWithTheSystemsServingIt(t *testing.T) {
 			t.Errorf("search of %q asks %s, want %s", tc.business, got, tc.search)
 		}
 	}
-	if e.Scheduler(a) != e.byName(t, "c") || e.Scheduler(b) != e.byName(t, "b") || e.Scheduler("") != e.byName(t, "c") {
+	if e.scheduler(a) != e.byName(t, "c") || e.scheduler(b) != e.byName(t, "b") || e.scheduler("") != e.byName(t, "c") {
 		t.Fatal("integration EHR: want by_business for b, integration.ehr (serving every business) otherwise")
 	}
+	// Each names its system, and every system's Scheduler is found by its
+	// name, whichever businesses it serves.
+	if name, _ := e.Integration(b); name != "b" {
+		t.Errorf("the integration EHR of b is called %q", name)
+	}
+	if e.SchedulerOf("a") != e.byName(t, "a") || e.SchedulerOf("b") != e.byName(t, "b") || e.SchedulerOf("gone") != nil {
+		t.Error("SchedulerOf finds the systems in force by name, and no other")
+	}
+}
+
+// scheduler is the Scheduler of the integration EHR of business.
+func (e *ehrs) scheduler(business string) ehr.Scheduler {
+	_, sch := e.Integration(business)
+	return sch
 }
 
 func (e *ehrs) byName(t *testing.T, name string) ehr.Scheduler {

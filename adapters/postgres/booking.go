@@ -134,8 +134,9 @@ func (r *Bookings) Record(ctx context.Context, b ehr.Booking) (bool, error) {
 		if !b.Start.IsZero() {
 			start = &b.Start
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id, start_at, business_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			b.Subject, b.AppointmentID, start, b.Business)
+		tag, err := tx.Exec(ctx, `INSERT INTO appointment_bookings (subject, appointment_id, start_at, business_id, ehr_system)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+			b.Subject, b.AppointmentID, start, b.Business, b.System)
 		recorded = tag.RowsAffected() == 1
 		return err
 	})
@@ -145,37 +146,47 @@ func (r *Bookings) Record(ctx context.Context, b ehr.Booking) (bool, error) {
 	return recorded, nil
 }
 
-// Changed notes a move or a cancellation of appointment id of business in
-// its booking records.
-func (r *Bookings) Changed(ctx context.Context, business, id string, start time.Time, cancelled bool) error {
-	_, err := r.db.Exec(ctx, `UPDATE appointment_bookings SET start_at = $2, cancelled = $3 WHERE appointment_id = $1 AND business_id = $4`,
-		id, start, cancelled, business)
+// Changed notes a move or a cancellation of system's appointment id,
+// booked acting for business, in its booking records.
+func (r *Bookings) Changed(ctx context.Context, system, business, id string, start time.Time, cancelled bool) error {
+	_, err := r.db.Exec(ctx, `UPDATE appointment_bookings SET start_at = $2, cancelled = $3
+		WHERE ehr_system = $5 AND appointment_id = $1 AND business_id = $4`,
+		id, start, cancelled, business, system)
 	if err != nil {
 		return fmt.Errorf("record change of appointment %s: %w", id, err)
 	}
 	return nil
 }
 
-// BookedBy returns the ids of the appointments subject booked acting for
-// business, oldest first.
-func (r *Bookings) BookedBy(ctx context.Context, subject, business string) ([]string, error) {
-	rows, _ := r.db.Query(ctx, `SELECT appointment_id FROM appointment_bookings WHERE subject = $1 AND business_id = $2 ORDER BY created_at, appointment_id`,
+// BookedBy returns the appointments subject booked acting for business,
+// with their EHR system, oldest first.
+func (r *Bookings) BookedBy(ctx context.Context, subject, business string) ([]ehr.OwnBooking, error) {
+	rows, _ := r.db.Query(ctx, `SELECT ehr_system, appointment_id, cancelled FROM appointment_bookings
+		WHERE subject = $1 AND business_id = $2 ORDER BY created_at, ehr_system, appointment_id`,
 		subject, business)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ehr.OwnBooking, error) {
+		var b ehr.OwnBooking
+		err := row.Scan(&b.System, &b.AppointmentID, &b.Cancelled)
+		return b, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read bookings: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }
 
-// IsBookedBy reports whether subject booked appointment id acting for
-// business.
-func (r *Bookings) IsBookedBy(ctx context.Context, subject, business, id string) (bool, error) {
-	var ok bool
-	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM appointment_bookings WHERE subject = $1 AND business_id = $2 AND appointment_id = $3)`,
-		subject, business, id).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("read bookings: %w", err)
+// IsBookedBy returns the EHR system of subject's booking of appointment id
+// acting for business, the newest should two systems hold the id.
+func (r *Bookings) IsBookedBy(ctx context.Context, subject, business, id string) (string, bool, error) {
+	var system string
+	err := r.db.QueryRow(ctx, `SELECT ehr_system FROM appointment_bookings WHERE subject = $1 AND business_id = $2 AND appointment_id = $3
+		ORDER BY created_at DESC, ehr_system LIMIT 1`,
+		subject, business, id).Scan(&system)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("read bookings: %w", err)
 	}
-	return ok, nil
+	return system, true, nil
 }

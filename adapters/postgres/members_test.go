@@ -8,15 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
-	"github.com/carebridge/carebridge/migrations"
 	"github.com/carebridge/carebridge/test/pgtest"
 )
 
@@ -45,19 +42,7 @@ func TestIntegrationMemberRepo_CreatingABusinessMakesItsOwnerTheFirstOwnerMember
 
 func TestIntegrationMigration0011_ExistingOwnersBecomeOwnerMembers(t *testing.T) {
 	ctx := context.Background()
-	dbURL := pgtest.NewEmpty(t)
-	src, err := iofs.New(migrations.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.NewWithSourceInstance("iofs", src, strings.Replace(dbURL, "postgres://", "pgx5://", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Migrate(10); err != nil {
-		t.Fatal(err)
-	}
-	m.Close()
+	dbURL := migratedTo(t, 10)
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)

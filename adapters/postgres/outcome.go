@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/carebridge/carebridge/core"
@@ -8,25 +9,39 @@ import (
 )
 
 // outcomeRecord is an Idempotency-Key's outcome as the outcome column
-// (jsonb) keeps it. Rows written before the format moved here hold the
-// same keys, so they stay readable: change it only with a migration.
+// (jsonb) keeps it: what the replay needs, ids, statuses and codes. Rows
+// written before the format moved here hold the same keys, so they stay
+// readable: change it only with a migration.
 type outcomeRecord struct {
+	// System is the EHR system that holds the appointment; absent in rows
+	// written before outcomes recorded it (migration 0017).
+	System        string         `json:"system,omitempty"`
 	AppointmentID string         `json:"appointmentId,omitempty"`
 	Status        string         `json:"status,omitempty"`
 	Error         *outcomeFailed `json:"error,omitempty"`
 }
 
+// outcomeFailed is a failure kept for its replay: its kind (the status),
+// its code, and the service's own message (ehr.OutcomeError), at most
+// maxOutcomeMessage bytes; absent in rows of before migration 0017, which
+// removed them (they may have quoted an EHR).
 type outcomeFailed struct {
 	Kind    core.Kind `json:"kind"`
 	Code    string    `json:"code"`
-	Message string    `json:"message"`
+	Message string    `json:"message,omitempty"`
 }
+
+// maxOutcomeMessage bounds the message an outcome keeps.
+const maxOutcomeMessage = 300
+
+// replayedMessage is the message of a replayed failure kept without one.
+const replayedMessage = "The first request with this Idempotency-Key failed"
 
 // encodeOutcome is o in the outcome column's format.
 func encodeOutcome(o ehr.Outcome) ([]byte, error) {
-	r := outcomeRecord{AppointmentID: o.AppointmentID, Status: o.Status}
+	r := outcomeRecord{System: o.System, AppointmentID: o.AppointmentID, Status: o.Status}
 	if o.Error != nil {
-		r.Error = &outcomeFailed{Kind: o.Error.Kind, Code: o.Error.Code, Message: o.Error.Message}
+		r.Error = &outcomeFailed{Kind: o.Error.Kind, Code: o.Error.Code, Message: ehr.ClipText(o.Error.Message, maxOutcomeMessage)}
 	}
 	return json.Marshal(r)
 }
@@ -37,9 +52,9 @@ func decodeOutcome(raw []byte) (ehr.Outcome, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return ehr.Outcome{}, err
 	}
-	o := ehr.Outcome{AppointmentID: r.AppointmentID, Status: r.Status}
+	o := ehr.Outcome{System: r.System, AppointmentID: r.AppointmentID, Status: r.Status}
 	if r.Error != nil {
-		o.Error = &ehr.OutcomeError{Kind: r.Error.Kind, Code: r.Error.Code, Message: r.Error.Message}
+		o.Error = &ehr.OutcomeError{Kind: r.Error.Kind, Code: r.Error.Code, Message: cmp.Or(r.Error.Message, replayedMessage)}
 	}
 	return o, nil
 }

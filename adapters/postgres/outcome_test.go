@@ -26,6 +26,9 @@ func TestOutcome_GoldenFormat(t *testing.T) {
 		{"invalid", ehr.Outcome{Error: &ehr.OutcomeError{Kind: core.KindInvalid, Code: "validation_failed", Message: "Validation failed: start must be in the future"}},
 			`{"error":{"kind":1,"code":"validation_failed","message":"Validation failed: start must be in the future"}}`,
 			`{"error": {"code": "validation_failed", "kind": 1, "message": "Validation failed: start must be in the future"}}`},
+		{"booked in a system", ehr.Outcome{System: "clinic-a", AppointmentID: "a-1", Status: "booked"},
+			`{"system":"clinic-a","appointmentId":"a-1","status":"booked"}`,
+			`{"status": "booked", "system": "clinic-a", "appointmentId": "a-1"}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			raw, err := encodeOutcome(tt.outcome)
@@ -39,5 +42,16 @@ func TestOutcome_GoldenFormat(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A failure kept before migration 0017 lost its message (it may have
+// quoted an EHR): its replay answers the service's own words, with its
+// kind and code.
+func TestOutcome_AFailureWithoutItsMessageReplaysTheServicesOwn(t *testing.T) {
+	got, err := decodeOutcome([]byte(`{"error": {"code": "validation_failed", "kind": 1}}`))
+	want := ehr.Outcome{Error: &ehr.OutcomeError{Kind: core.KindInvalid, Code: "validation_failed", Message: replayedMessage}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decode: %+v (%v), want %+v", got, err, want)
 	}
 }

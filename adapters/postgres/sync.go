@@ -144,15 +144,15 @@ func scanState(row pgx.CollectableRow) (ehr.AppointmentState, error) {
 	return s, err
 }
 
-// Booked returns the businesses the booking log records each of ids
-// under.
-func (r *Sync) Booked(ctx context.Context, ids []string) (map[string][]string, error) {
+// Booked returns the businesses the booking log records each of system's
+// appointment ids under.
+func (r *Sync) Booked(ctx context.Context, system string, ids []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	rows, _ := r.db.Query(ctx, `SELECT DISTINCT appointment_id, business_id FROM appointment_bookings
-		WHERE appointment_id = ANY($1) ORDER BY appointment_id, business_id`, ids)
+		WHERE ehr_system = $1 AND appointment_id = ANY($2) ORDER BY appointment_id, business_id`, system, ids)
 	var id, business string
 	_, err := pgx.ForEachRow(rows, []any{&id, &business}, func() error {
 		if !slices.Contains(out[id], business) {

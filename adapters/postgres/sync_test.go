@@ -154,20 +154,25 @@ func TestIntegrationSync_RemembersStatesAndReadsThemBack(t *testing.T) {
 	}
 }
 
-func TestIntegrationSync_BookedReadsTheBookingLog(t *testing.T) {
+// The booking log answers for one EHR system: an appointment id booked in
+// another system is not this one's.
+func TestIntegrationSync_BookedReadsTheBookingLogOfOneSystem(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.Store(t)
-	for _, b := range []ehr.Booking{{Subject: "ana", Business: "biz-1", AppointmentID: "a-1"},
-		{Subject: "bob", Business: "biz-1", AppointmentID: "a-1"}, {Subject: "ana", Business: "biz-2", AppointmentID: "a-1"},
-		{Subject: "ana", AppointmentID: "a-2"}} {
+	for _, b := range []ehr.Booking{{Subject: "ana", Business: "biz-1", System: "clinic-a", AppointmentID: "a-1"},
+		{Subject: "bob", Business: "biz-1", System: "clinic-a", AppointmentID: "a-1"}, {Subject: "ana", Business: "biz-2", System: "clinic-a", AppointmentID: "a-1"},
+		{Subject: "ana", System: "clinic-a", AppointmentID: "a-2"}, {Subject: "cy", Business: "biz-3", System: "clinic-b", AppointmentID: "a-3"}} {
 		if _, err := db.Bookings().Record(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := db.Sync().Booked(ctx, []string{"a-1", "a-2", "a-3"})
+	got, err := db.Sync().Booked(ctx, "clinic-a", []string{"a-1", "a-2", "a-3"})
 	want := map[string][]string{"a-1": {"biz-1", "biz-2"}, "a-2": {""}}
 	if err != nil || len(got) != len(want) || !slices.Equal(got["a-1"], want["a-1"]) || !slices.Equal(got["a-2"], want["a-2"]) {
-		t.Fatalf("booked %v, %v; want %v", got, err, want)
+		t.Fatalf("booked in clinic-a %v, %v; want %v", got, err, want)
+	}
+	if got, err := db.Sync().Booked(ctx, "clinic-b", []string{"a-1", "a-3"}); err != nil || len(got) != 1 || !slices.Equal(got["a-3"], []string{"biz-3"}) {
+		t.Fatalf("booked in clinic-b %v, %v", got, err)
 	}
 }
 

@@ -37,8 +37,9 @@ func (m multi) Search(b string) []System {
 	}
 	return nil
 }
-func (m multi) Scheduler(string) Scheduler { return nil }
-func (m multi) MultiPractice() bool        { return true }
+func (m multi) Integration(string) (string, Scheduler) { return "", nil }
+func (m multi) SchedulerOf(string) Scheduler           { return nil }
+func (m multi) MultiPractice() bool                    { return true }
 
 func TestActing_FollowsTheContractsRules(t *testing.T) {
 	const a, b, c = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002", "cccccccc-0000-0000-0000-000000000003"
@@ -157,12 +158,23 @@ func TestIntegration_APatientsBookingsArePerActingBusiness(t *testing.T) {
 }
 
 // perBusiness is Systems of a multi-practice deployment: an integration
-// EHR per business.
+// EHR per business, the system "ehr-<business>".
 type perBusiness map[string]Scheduler
 
-func (p perBusiness) Search(string) []System       { return nil }
-func (p perBusiness) Scheduler(b string) Scheduler { return p[b] }
-func (p perBusiness) MultiPractice() bool          { return true }
+func (p perBusiness) Search(string) []System { return nil }
+func (p perBusiness) Integration(b string) (string, Scheduler) {
+	if p[b] == nil {
+		return "", nil
+	}
+	return "ehr-" + b, p[b]
+}
+func (p perBusiness) SchedulerOf(name string) Scheduler {
+	if b, ok := strings.CutPrefix(name, "ehr-"); ok {
+		return p[b]
+	}
+	return nil
+}
+func (p perBusiness) MultiPractice() bool { return true }
 
 func TestReconcile_SettlesAHoldInTheEHROfItsBusiness(t *testing.T) {
 	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"

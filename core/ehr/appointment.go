@@ -106,6 +106,11 @@ type Scheduler interface {
 
 	ListAppointments(ctx context.Context, f AppointmentFilter) (Page[Appointment], error)
 	GetAppointment(ctx context.Context, id string) (Appointment, error)
+	// GetAppointments returns those of ids the EHR holds, in any order (an
+	// id it does not hold is left out, as an invalid one is), reading
+	// them in one search a batch where the EHR can search by id, else one
+	// by one. It returns only appointments it was asked for.
+	GetAppointments(ctx context.Context, ids []string) ([]Appointment, error)
 	// CreateAppointment books a (status booked) under its Ref and returns
 	// it with its ids.
 	CreateAppointment(ctx context.Context, a Appointment) (Appointment, error)

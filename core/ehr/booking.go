@@ -2,10 +2,6 @@ package ehr
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -124,7 +120,7 @@ func (s *Scheduling) Book(ctx context.Context, r BookingRequest) (Booked, error)
 	if err != nil {
 		return Booked{}, err
 	}
-	actor, sch := c.Actor, c.sch
+	actor := c.Actor
 	key := r.IdempotencyKey
 	if key == "" {
 		a, err := s.book(ctx, c, r)
@@ -140,7 +136,7 @@ func (s *Scheduling) Book(ctx context.Context, r BookingRequest) (Booked, error)
 	case err != nil:
 		return Booked{}, err
 	case done:
-		return replay(ctx, sch, stored)
+		return s.replay(ctx, c.business, stored)
 	}
 	a, err := s.book(ctx, c, r)
 	if errors.Is(err, ErrIdempotencyInProgress) {
@@ -162,118 +158,9 @@ func (s *Scheduling) Book(ctx context.Context, r BookingRequest) (Booked, error)
 		return Booked{}, err
 	}
 	if err != nil {
-		return Booked{}, s.complete(ctx, actor.Subject, key, Outcome{Error: &OutcomeError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
+		return Booked{}, s.complete(ctx, actor.Subject, key, Outcome{Error: outcomeError(ce)}, nil, err)
 	}
 	return Booked{Appointment: a}, nil
-}
-
-// complete stores an Idempotency-Key's outcome (and, in the same
-// transaction, what also writes, when set) and returns answer, the
-// request's own result.
-func (s *Scheduling) complete(ctx context.Context, subject, key string, out Outcome, also func(context.Context, Repos) error, answer error) error {
-	err := s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
-		if err := r.Idempotency.Complete(ctx, subject, key, out); err != nil || also == nil {
-			return err
-		}
-		return also(ctx, r)
-	})
-	if err != nil {
-		return fmt.Errorf("store idempotent outcome: %w", err)
-	}
-	return answer
-}
-
-// isFinal tells the failures a repeat must see again (the client's fault
-// or a rule) from those worth retrying (upstream, internal). ErrAgentBusy
-// is a conflict of the moment, not a rule: Book releases its key as well.
-func isFinal(k core.Kind) bool {
-	switch k {
-	case core.KindInvalid, core.KindNotFound, core.KindConflict:
-		return true
-	}
-	return false
-}
-
-// Outcome is what an Idempotency-Key keeps of its first answer: the
-// appointment's id and status (the appointment itself is read again from
-// the EHR on a repeat), or the failure. It never holds patient data; the
-// IdempotencyStore owns its encoding.
-type Outcome struct {
-	AppointmentID string
-	Status        string
-	Error         *OutcomeError // nil: the booking succeeded
-}
-
-// OutcomeError is the failure of a first answer, given again on a repeat.
-type OutcomeError struct {
-	Kind    core.Kind
-	Code    string
-	Message string
-}
-
-// replay answers a repeated Idempotency-Key: the first failure again, or
-// the appointment it booked as the EHR has it now.
-func replay(ctx context.Context, sch Scheduler, out Outcome) (Booked, error) {
-	if out.Error != nil {
-		return Booked{Replayed: true}, &core.Error{Kind: out.Error.Kind, Code: out.Error.Code, Message: out.Error.Message}
-	}
-	if out.AppointmentID == "" {
-		return Booked{}, errors.New("stored idempotent outcome is empty")
-	}
-	a, err := sch.GetAppointment(ctx, out.AppointmentID)
-	if err != nil {
-		return Booked{}, err
-	}
-	return Booked{Appointment: a, Replayed: true}, nil
-}
-
-// fingerprints identify a booking request, so a key reused for another
-// request is told apart: one per fingerprint key, the current key's first.
-// Each is an HMAC under the service's key: an unkeyed hash of a patient's
-// details could be matched against guesses. The acting business is part of
-// the request: a key used at one business is another request at the next.
-func (s *Scheduling) fingerprints(subject, business string, r BookingRequest) []string {
-	raw, _ := json.Marshal(newFingerprintForm(r)) // a struct of strings and ints always marshals
-	fps := make([]string, len(s.fpKeys))
-	for i, key := range s.fpKeys {
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(subject))
-		m.Write([]byte{0})
-		m.Write(raw)
-		if business != "" { // "" keeps the fingerprints made before businesses
-			m.Write([]byte{0})
-			m.Write([]byte(business))
-		}
-		fps[i] = hex.EncodeToString(m.Sum(nil))
-	}
-	return fps
-}
-
-// fingerprintForm is what a booking request's fingerprints hash: the JSON
-// of the request with its times as the client sent them and no
-// Idempotency-Key, the form of the request when its fields were all
-// strings. Keys stored before stay matched only while it stays byte for
-// byte the same (TestFingerprints_HashedFormIsPinned).
-type fingerprintForm struct {
-	AgentID         string
-	Start           string
-	End             string
-	DurationMinutes int
-	Reason          string
-	LocationID      string
-	Patient         fingerprintPatient
-	IdempotencyKey  string // always ""
-}
-
-type fingerprintPatient struct {
-	FirstName, LastName, DateOfBirth, Email, Phone string
-}
-
-func newFingerprintForm(r BookingRequest) fingerprintForm {
-	p := r.Patient
-	return fingerprintForm{AgentID: r.AgentID, Start: r.Start.text(), End: r.End.text(), DurationMinutes: r.DurationMinutes,
-		Reason: r.Reason, LocationID: r.LocationID,
-		Patient: fingerprintPatient{FirstName: p.FirstName, LastName: p.LastName, DateOfBirth: p.DateOfBirth, Email: p.Email, Phone: p.Phone}}
 }
 
 // appointment checks a booking request and returns the appointment it
@@ -313,7 +200,7 @@ func (s *Scheduling) book(ctx context.Context, c requester, req BookingRequest) 
 		return Appointment{}, err
 	}
 	h := Hold{ID: core.NewUUID(), Kind: HoldBook, AgentID: a.AgentID, Start: a.Start, End: a.End,
-		Subject: c.Subject, Business: c.business, IdempotencyKey: req.IdempotencyKey}
+		Subject: c.Subject, Business: c.business, System: c.system, IdempotencyKey: req.IdempotencyKey}
 	if c.reach == reachOwn {
 		h.MaxFuture = MaxFutureAppointments
 	}
@@ -358,9 +245,10 @@ func (s *Scheduling) create(ctx context.Context, sch Scheduler, h Hold, a Appoin
 
 // settle records a booking the EHR confirmed and removes its hold: with its
 // Idempotency-Key's outcome when it has one, in one transaction, with its
-// event and sync's state of it (rememberBooking).
+// event and sync's state of it (rememberBooking). The booking and the
+// outcome record the hold's EHR system.
 func (s *Scheduling) settle(ctx context.Context, h Hold, a Appointment) error {
-	b := Booking{Subject: h.Subject, Business: h.Business, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID}
+	b := Booking{Subject: h.Subject, Business: h.Business, System: h.System, AppointmentID: a.ID, Start: a.Start, HoldID: h.ID}
 	e := appointmentEvent(core.AppointmentBooked, a, h.Business)
 	record := func(ctx context.Context, r Repos) error {
 		recorded, err := r.Bookings.Record(ctx, b)
@@ -373,7 +261,7 @@ func (s *Scheduling) settle(ctx context.Context, h Hold, a Appointment) error {
 		return r.Outbox.Emit(ctx, e)
 	}
 	if h.IdempotencyKey != "" {
-		return s.complete(ctx, h.Subject, h.IdempotencyKey, Outcome{AppointmentID: a.ID, Status: string(a.Status)}, record, nil)
+		return s.complete(ctx, h.Subject, h.IdempotencyKey, Outcome{System: h.System, AppointmentID: a.ID, Status: string(a.Status)}, record, nil)
 	}
 	if err := s.tx.WithinTx(context.WithoutCancel(ctx), record); err != nil {
 		return fmt.Errorf("record booking %s: %w", a.ID, err)
@@ -400,50 +288,6 @@ func mayHaveBooked(err error) bool {
 		return false
 	}
 	return true
-}
-
-// resume answers a repeat of an Idempotency-Key whose first request has no
-// outcome yet. When that booking's EHR call ended without an answer (or
-// its instance died), the repeat takes its hold over: the appointment the
-// EHR holds under the hold's reference is recorded and answered, and when
-// there is none it is booked now, under the same reference. Otherwise the
-// first request is still running.
-func (s *Scheduling) resume(ctx context.Context, c requester, r BookingRequest) (Booked, error) {
-	sch := c.sch
-	h, found, err := s.holds.Resume(ctx, c.Subject, r.IdempotencyKey, holdLease)
-	if err != nil {
-		return Booked{}, err
-	}
-	if found && h.Business != c.business {
-		// The key's booking at another business: it stays that
-		// business's, settled by the reconciler.
-		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, 0)
-		found = false
-	}
-	if !found {
-		return Booked{}, ErrIdempotencyInProgress
-	}
-	a, err := s.appointment(r)
-	if err != nil { // the fingerprint matched: not expected
-		return Booked{}, err
-	}
-	booked, ok, err := sch.FindAppointment(ctx, Appointment{Ref: h.ID, AgentID: h.AgentID, Start: h.Start, End: h.End})
-	switch {
-	case err != nil:
-		_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, 0)
-		return Booked{}, err
-	case ok:
-		return Booked{Appointment: booked}, s.settle(ctx, h, booked)
-	}
-	booked, err = s.create(ctx, sch, h, a)
-	var ce *core.Error
-	if err != nil && errors.As(err, &ce) && isFinal(ce.Kind) && !errors.Is(err, ErrAgentBusy) {
-		return Booked{}, s.complete(ctx, h.Subject, h.IdempotencyKey, Outcome{Error: &OutcomeError{Kind: ce.Kind, Code: ce.Code, Message: ce.Message}}, nil, err)
-	}
-	if err != nil && !errors.Is(err, errOutcomeUnknown) {
-		_ = s.idem.Release(context.WithoutCancel(ctx), h.Subject, h.IdempotencyKey)
-	}
-	return Booked{Appointment: booked}, err
 }
 
 // checkFree makes sure the agent is free for all of [start, end); own, when

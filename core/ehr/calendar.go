@@ -1,28 +1,12 @@
 package ehr
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/carebridge/carebridge/core"
 )
-
-// maxOwnAppointments bounds the appointments a patient-context listing
-// reads from the EHR, one by one; a caller with more is answered with an
-// error rather than a silently short list.
-const maxOwnAppointments = 500
-
-// ErrTooManyToList is a patient-context listing over maxOwnAppointments.
-// Its code is its own: too_many_appointments is the contract's 409 of a
-// booking past MaxFutureAppointments (ErrAppointmentLimit).
-var ErrTooManyToList = &core.Error{Kind: core.KindUnavailable, Code: "listing_too_large",
-	Message: "Too many appointments were booked with this token to list them; use a staff token"}
 
 // Appointments lists appointments: every one of the EHR for staff, those
 // the caller booked for a patient-context caller (the filters apply within
@@ -32,7 +16,6 @@ func (s *Scheduling) Appointments(ctx context.Context, flt AppointmentFilter) (P
 	if err != nil {
 		return Page[Appointment]{}, err
 	}
-	sch := c.sch
 	var f fieldErrors
 	flt.Page, flt.Limit = paging(flt.Page, flt.Limit, &f)
 	if flt.Status != "" && !slices.Contains(AppointmentStatuses, flt.Status) {
@@ -45,67 +28,9 @@ func (s *Scheduling) Appointments(ctx context.Context, flt AppointmentFilter) (P
 		return Page[Appointment]{}, err
 	}
 	if c.reach == reachOwn {
-		return s.ownAppointments(ctx, sch, c.Subject, c.business, flt)
+		return s.ownAppointments(ctx, c, flt)
 	}
-	return sch.ListAppointments(ctx, flt)
-}
-
-// ownAppointments lists the appointments subject booked acting for
-// business, read one by one from the EHR (a few at a time), filtered,
-// ordered by start, and paged. One the EHR no longer has is left out.
-func (s *Scheduling) ownAppointments(ctx context.Context, sch Scheduler, subject, business string, flt AppointmentFilter) (Page[Appointment], error) {
-	ids, err := s.bookings.BookedBy(ctx, subject, business)
-	if err != nil {
-		return Page[Appointment]{}, fmt.Errorf("read bookings: %w", err)
-	}
-	if len(ids) > maxOwnAppointments {
-		return Page[Appointment]{}, ErrTooManyToList
-	}
-	found := make([]*Appointment, len(ids))
-	errs := make([]error, len(ids))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			a, err := sch.GetAppointment(ctx, id)
-			switch {
-			case err == nil:
-				found[i] = &a
-			case !errors.Is(err, ErrAppointmentNotFound):
-				errs[i] = err
-			}
-		}()
-	}
-	wg.Wait()
-	if err := firstError(errs); err != nil {
-		return Page[Appointment]{}, err
-	}
-	var all []Appointment
-	for _, a := range found {
-		if a != nil && flt.matches(*a) {
-			all = append(all, *a)
-		}
-	}
-	slices.SortFunc(all, func(a, b Appointment) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID)) })
-	from := min((flt.Page-1)*flt.Limit, len(all))
-	return Page[Appointment]{Items: all[from:min(from+flt.Limit, len(all))], TotalCount: len(all), Page: flt.Page, Limit: flt.Limit}, nil
-}
-
-// matches applies the listing's filters to one appointment, as the EHR
-// adapters do.
-func (f AppointmentFilter) matches(a Appointment) bool {
-	switch {
-	case f.AgentID != "" && a.AgentID != f.AgentID,
-		f.Status != "" && a.Status != f.Status,
-		!f.From.IsZero() && a.Start.Before(f.From),
-		!f.To.IsZero() && !a.Start.Before(f.To),
-		f.PatientEmail != "" && !strings.EqualFold(strings.TrimSpace(f.PatientEmail), a.Patient.Email):
-		return false
-	}
-	return true
+	return c.sch.ListAppointments(ctx, flt)
 }
 
 // Agents lists agents.

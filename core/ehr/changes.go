@@ -34,17 +34,18 @@ func (s *Scheduling) Cancel(ctx context.Context, id, reason string) (Appointment
 		s.withdraw(ctx, in)
 		return Appointment{}, err
 	}
-	return cancelled, s.changed(ctx, core.AppointmentCancelled, in, cancelled, c.business)
+	return cancelled, s.changed(ctx, core.AppointmentCancelled, in, cancelled, c)
 }
 
-// changed notes a move or a cancellation the EHR confirmed in the booking
-// record and in sync's states, settling its intent in (rememberChange),
-// and writes its event. The change is made: when this fails the caller is
-// told (an error), since other systems may not hear of it (its intent
-// stays, so the poller publishes it once it lapses).
-func (s *Scheduling) changed(ctx context.Context, t core.EventType, in intent, a Appointment, business string) error {
+// changed notes a move or a cancellation the EHR of c confirmed in the
+// booking record and in sync's states, settling its intent in
+// (rememberChange), and writes its event. The change is made: when this
+// fails the caller is told (an error), since other systems may not hear of
+// it (its intent stays, so the poller publishes it once it lapses).
+func (s *Scheduling) changed(ctx context.Context, t core.EventType, in intent, a Appointment, c requester) error {
+	business := c.business
 	err := s.tx.WithinTx(context.WithoutCancel(ctx), func(ctx context.Context, r Repos) error {
-		if err := r.Bookings.Changed(ctx, business, a.ID, a.Start, a.Status == StatusCancelled); err != nil {
+		if err := r.Bookings.Changed(ctx, c.system, business, a.ID, a.Start, a.Status == StatusCancelled); err != nil {
 			return err
 		}
 		publish, err := rememberChange(ctx, r, in, a, business)
@@ -80,7 +81,8 @@ func (s *Scheduling) Reschedule(ctx context.Context, id string, start, end Insta
 	if a.Status == StatusCancelled {
 		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", id)
 	}
-	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: p.Start, End: p.End, Subject: c.Subject, Business: c.business, AppointmentID: id}
+	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: p.Start, End: p.End, Subject: c.Subject,
+		Business: c.business, System: c.system, AppointmentID: id}
 	if err := s.holds.Take(ctx, h, holdLease); err != nil {
 		return Appointment{}, err
 	}
@@ -99,25 +101,29 @@ func (s *Scheduling) Reschedule(ctx context.Context, id string, start, end Insta
 		s.withdraw(ctx, in)
 		return Appointment{}, err
 	}
-	return moved, s.changed(ctx, core.AppointmentRescheduled, in, moved, c.business)
+	return moved, s.changed(ctx, core.AppointmentRescheduled, in, moved, c)
 }
 
 // mayChange checks that the caller may cancel or reschedule appointment
-// id: staff any, a patient only one it booked; any other id, existing or
-// not, is not found for it (before the EHR is asked).
+// id and returns the caller with the EHR the change goes to: staff any
+// appointment of the integration EHR in force; a patient only one it
+// booked, in the EHR system its booking recorded (any other id, existing
+// or not, is not found for it, before an EHR is asked).
 func (s *Scheduling) mayChange(ctx context.Context, id string) (requester, error) {
 	c, err := s.access(ctx, core.PermUpdate)
+	if err != nil || c.reach != reachOwn {
+		return c, err
+	}
+	system, mine, err := s.bookings.IsBookedBy(ctx, c.Subject, c.business, id)
 	if err != nil {
+		return requester{}, fmt.Errorf("read bookings: %w", err)
+	}
+	if !mine {
+		return requester{}, ErrAppointmentNotFound
+	}
+	if c.sch, err = s.ehrOf(system, c.business); err != nil {
 		return requester{}, err
 	}
-	if c.reach == reachOwn {
-		mine, err := s.bookings.IsBookedBy(ctx, c.Subject, c.business, id)
-		if err != nil {
-			return requester{}, fmt.Errorf("read bookings: %w", err)
-		}
-		if !mine {
-			return requester{}, ErrAppointmentNotFound
-		}
-	}
+	c.system = system // "" too: the change is noted on that booking
 	return c, nil
 }

@@ -14,7 +14,7 @@ func TestBook_IdempotencyKeyReplaysAcrossAKeyRotation(t *testing.T) {
 	before := schedulingWith(c, SchedulingConfig{FingerprintKeys: [][]byte{oldKey}})
 	idem := before.idem.(*IdempotencyStoreMock)
 	with := func(keys ...[]byte) *Scheduling {
-		s := NewScheduling(FixedSystems{SchedulingEHR: c}, before.holds, idem, before.bookings, before.counter, before.tx, SchedulingConfig{FingerprintKeys: keys})
+		s := NewScheduling(FixedSystems{SchedulingName: "test", SchedulingEHR: c}, before.holds, idem, before.bookings, before.counter, before.tx, SchedulingConfig{FingerprintKeys: keys})
 		s.now = before.now
 		return s
 	}

@@ -73,9 +73,14 @@ type Systems interface {
 	// the order of the EHR systems file: those serving it ("": every
 	// system, in a single-practice deployment).
 	Search(business string) []System
-	// Scheduler returns the integration EHR of business; nil when it has
-	// none.
-	Scheduler(business string) Scheduler
+	// Integration returns the integration EHR of business: its name in
+	// the EHR systems file, which bookings, holds and Idempotency-Key
+	// outcomes record, and its Scheduler; sch is nil when it has none.
+	Integration(business string) (name string, sch Scheduler)
+	// SchedulerOf returns the Scheduler of the system called name,
+	// whichever businesses it serves now (what was booked in it stays
+	// there); nil when no system of that name is configured.
+	SchedulerOf(name string) Scheduler
 	// MultiPractice reports whether some system is bound to businesses.
 	MultiPractice() bool
 }
@@ -83,15 +88,30 @@ type Systems interface {
 // FixedSystems are Systems of a single-practice deployment that never
 // change: the same systems for every business.
 type FixedSystems struct {
-	Searched      []System
-	SchedulingEHR Scheduler // nil: none configured
+	Searched []System
+	// SchedulingName is the name of SchedulingEHR.
+	SchedulingName string
+	SchedulingEHR  Scheduler // nil: none configured
 }
 
 // Search returns f.Searched.
 func (f FixedSystems) Search(string) []System { return f.Searched }
 
-// Scheduler returns f.SchedulingEHR.
-func (f FixedSystems) Scheduler(string) Scheduler { return f.SchedulingEHR }
+// Integration returns f.SchedulingName and f.SchedulingEHR.
+func (f FixedSystems) Integration(string) (string, Scheduler) {
+	if f.SchedulingEHR == nil {
+		return "", nil
+	}
+	return f.SchedulingName, f.SchedulingEHR
+}
+
+// SchedulerOf returns f.SchedulingEHR when name is f.SchedulingName.
+func (f FixedSystems) SchedulerOf(name string) Scheduler {
+	if name != f.SchedulingName {
+		return nil
+	}
+	return f.SchedulingEHR
+}
 
 // MultiPractice is false.
 func (f FixedSystems) MultiPractice() bool { return false }

@@ -371,6 +371,9 @@ var _ Scheduler = &SchedulerMock{}
 //			GetAppointmentFunc: func(ctx context.Context, id string) (Appointment, error) {
 //				panic("mock out the GetAppointment method")
 //			},
+//			GetAppointmentsFunc: func(ctx context.Context, ids []string) ([]Appointment, error) {
+//				panic("mock out the GetAppointments method")
+//			},
 //			ListAgentsFunc: func(ctx context.Context, f AgentFilter) (Page[Agent], error) {
 //				panic("mock out the ListAgents method")
 //			},
@@ -404,6 +407,9 @@ type SchedulerMock struct {
 
 	// GetAppointmentFunc mocks the GetAppointment method.
 	GetAppointmentFunc func(ctx context.Context, id string) (Appointment, error)
+
+	// GetAppointmentsFunc mocks the GetAppointments method.
+	GetAppointmentsFunc func(ctx context.Context, ids []string) ([]Appointment, error)
 
 	// ListAgentsFunc mocks the ListAgents method.
 	ListAgentsFunc func(ctx context.Context, f AgentFilter) (Page[Agent], error)
@@ -464,6 +470,13 @@ type SchedulerMock struct {
 			// ID is the id argument value.
 			ID string
 		}
+		// GetAppointments holds details about calls to the GetAppointments method.
+		GetAppointments []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Ids is the ids argument value.
+			Ids []string
+		}
 		// ListAgents holds details about calls to the ListAgents method.
 		ListAgents []struct {
 			// Ctx is the ctx argument value.
@@ -496,6 +509,7 @@ type SchedulerMock struct {
 	lockFreePeriods           sync.RWMutex
 	lockGetAgent              sync.RWMutex
 	lockGetAppointment        sync.RWMutex
+	lockGetAppointments       sync.RWMutex
 	lockListAgents            sync.RWMutex
 	lockListAppointments      sync.RWMutex
 	lockRescheduleAppointment sync.RWMutex
@@ -726,6 +740,42 @@ func (mock *SchedulerMock) GetAppointmentCalls() []struct {
 	mock.lockGetAppointment.RLock()
 	calls = mock.calls.GetAppointment
 	mock.lockGetAppointment.RUnlock()
+	return calls
+}
+
+// GetAppointments calls GetAppointmentsFunc.
+func (mock *SchedulerMock) GetAppointments(ctx context.Context, ids []string) ([]Appointment, error) {
+	if mock.GetAppointmentsFunc == nil {
+		panic("SchedulerMock.GetAppointmentsFunc: method is nil but Scheduler.GetAppointments was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		Ids []string
+	}{
+		Ctx: ctx,
+		Ids: ids,
+	}
+	mock.lockGetAppointments.Lock()
+	mock.calls.GetAppointments = append(mock.calls.GetAppointments, callInfo)
+	mock.lockGetAppointments.Unlock()
+	return mock.GetAppointmentsFunc(ctx, ids)
+}
+
+// GetAppointmentsCalls gets all the calls that were made to GetAppointments.
+// Check the length with:
+//
+//	len(mockedScheduler.GetAppointmentsCalls())
+func (mock *SchedulerMock) GetAppointmentsCalls() []struct {
+	Ctx context.Context
+	Ids []string
+} {
+	var calls []struct {
+		Ctx context.Context
+		Ids []string
+	}
+	mock.lockGetAppointments.RLock()
+	calls = mock.calls.GetAppointments
+	mock.lockGetAppointments.RUnlock()
 	return calls
 }
 

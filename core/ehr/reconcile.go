@@ -26,7 +26,7 @@ const reconcileRetry = time.Minute
 // released. Every instance may run it: each hold is leased to one.
 func (s *Scheduling) Reconcile(ctx context.Context, n int) (Reconciled, error) {
 	var done Reconciled
-	if !s.systems.MultiPractice() && s.systems.Scheduler("") == nil {
+	if _, sch := s.systems.Integration(""); !s.systems.MultiPractice() && sch == nil {
 		return done, nil
 	}
 	holds, err := s.holds.Due(ctx, n, holdLease)
@@ -35,11 +35,12 @@ func (s *Scheduling) Reconcile(ctx context.Context, n int) (Reconciled, error) {
 	}
 	var errs []error
 	for _, h := range holds {
-		// The EHR the booking was made in: that of the hold's business.
-		sch := s.systems.Scheduler(h.Business)
-		if sch == nil {
+		// The EHR the booking was made in: the hold's system, whichever
+		// is the integration EHR now.
+		sch, err := s.ehrOf(h.System, h.Business)
+		if err != nil {
 			done.Failed++
-			errs = append(errs, fmt.Errorf("settle hold %s: %w", h.ID, ErrNoSchedulingEHR))
+			errs = append(errs, fmt.Errorf("settle hold %s: %w", h.ID, err))
 			_ = s.holds.Unknown(context.WithoutCancel(ctx), h.ID, reconcileRetry)
 			continue
 		}

@@ -105,11 +105,14 @@ func (s *Scheduling) limit(ctx context.Context, subject, business string, r reac
 }
 
 // requester is who calls an appointment use case: the actor, its reach, the
-// business it acts for and that business's EHR.
+// business it acts for, and the EHR system the call goes to (system, by
+// its name, and sch): that business's integration EHR, or the system a
+// patient's booking recorded (mayChange).
 type requester struct {
 	core.Actor
 	reach    reach
 	business string
+	system   string
 	sch      Scheduler
 }
 
@@ -124,27 +127,49 @@ func (s *Scheduling) access(ctx context.Context, perm byte) (requester, error) {
 	if err != nil {
 		return requester{}, err
 	}
-	biz, sch, err := s.scheduler(ctx)
+	c, err := s.scheduler(ctx)
 	if err != nil {
 		return requester{}, err
 	}
-	if err := s.limit(ctx, actor.Subject, biz, r); err != nil {
+	if err := s.limit(ctx, actor.Subject, c.business, r); err != nil {
 		return requester{}, err
 	}
-	return requester{Actor: actor, reach: r, business: biz, sch: sch}, nil
+	c.Actor, c.reach = actor, r
+	return c, nil
 }
 
 // scheduler returns the acting business and its integration EHR.
-func (s *Scheduling) scheduler(ctx context.Context) (string, Scheduler, error) {
+func (s *Scheduling) scheduler(ctx context.Context) (requester, error) {
 	biz, err := business(ctx, s.systems)
 	if err != nil {
-		return "", nil, err
+		return requester{}, err
 	}
-	sch := s.systems.Scheduler(biz)
+	name, sch := s.systems.Integration(biz)
 	if sch == nil {
-		return "", nil, ErrNoSchedulingEHR
+		return requester{}, ErrNoSchedulingEHR
 	}
-	return biz, sch, nil
+	return requester{business: biz, system: name, sch: sch}, nil
+}
+
+// ehrOf returns the Scheduler of the EHR system a booking, a hold or an
+// Idempotency-Key's outcome recorded, whichever system is the integration
+// EHR now: what was booked in a system is read, changed and reconciled
+// there. One recorded before they recorded their system ("") is in the
+// integration EHR of business in force. A system no longer configured is
+// ErrEHRSystemGone: no other EHR is asked, since an appointment of
+// another patient may have the same id there.
+func (s *Scheduling) ehrOf(system, business string) (Scheduler, error) {
+	if system == "" {
+		_, sch := s.systems.Integration(business)
+		if sch == nil {
+			return nil, ErrNoSchedulingEHR
+		}
+		return sch, nil
+	}
+	if sch := s.systems.SchedulerOf(system); sch != nil {
+		return sch, nil
+	}
+	return nil, ErrEHRSystemGone.WithMessage("The EHR system %s, which holds this appointment, is no longer configured", system)
 }
 
 // fieldErrors collects field-level validation messages.
@@ -165,8 +190,8 @@ func (s *Scheduling) authorized(ctx context.Context) (Scheduler, error) {
 	if _, ok := core.ActorFrom(ctx); !ok {
 		return nil, core.ErrUnauthenticated
 	}
-	_, sch, err := s.scheduler(ctx)
-	return sch, err
+	c, err := s.scheduler(ctx)
+	return c.sch, err
 }
 
 // paging checks page and limit (defaults 1 and DefaultLimit, page at most

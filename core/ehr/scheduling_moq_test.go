@@ -523,13 +523,13 @@ var _ BookingLog = &BookingLogMock{}
 //
 //		// make and configure a mocked BookingLog
 //		mockedBookingLog := &BookingLogMock{
-//			BookedByFunc: func(ctx context.Context, subject string, business string) ([]string, error) {
+//			BookedByFunc: func(ctx context.Context, subject string, business string) ([]OwnBooking, error) {
 //				panic("mock out the BookedBy method")
 //			},
-//			ChangedFunc: func(ctx context.Context, business string, id string, start time.Time, cancelled bool) error {
+//			ChangedFunc: func(ctx context.Context, system string, business string, id string, start time.Time, cancelled bool) error {
 //				panic("mock out the Changed method")
 //			},
-//			IsBookedByFunc: func(ctx context.Context, subject string, business string, id string) (bool, error) {
+//			IsBookedByFunc: func(ctx context.Context, subject string, business string, id string) (string, bool, error) {
 //				panic("mock out the IsBookedBy method")
 //			},
 //			RecordFunc: func(ctx context.Context, b Booking) (bool, error) {
@@ -543,13 +543,13 @@ var _ BookingLog = &BookingLogMock{}
 //	}
 type BookingLogMock struct {
 	// BookedByFunc mocks the BookedBy method.
-	BookedByFunc func(ctx context.Context, subject string, business string) ([]string, error)
+	BookedByFunc func(ctx context.Context, subject string, business string) ([]OwnBooking, error)
 
 	// ChangedFunc mocks the Changed method.
-	ChangedFunc func(ctx context.Context, business string, id string, start time.Time, cancelled bool) error
+	ChangedFunc func(ctx context.Context, system string, business string, id string, start time.Time, cancelled bool) error
 
 	// IsBookedByFunc mocks the IsBookedBy method.
-	IsBookedByFunc func(ctx context.Context, subject string, business string, id string) (bool, error)
+	IsBookedByFunc func(ctx context.Context, subject string, business string, id string) (string, bool, error)
 
 	// RecordFunc mocks the Record method.
 	RecordFunc func(ctx context.Context, b Booking) (bool, error)
@@ -569,6 +569,8 @@ type BookingLogMock struct {
 		Changed []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
+			// System is the system argument value.
+			System string
 			// Business is the business argument value.
 			Business string
 			// ID is the id argument value.
@@ -604,7 +606,7 @@ type BookingLogMock struct {
 }
 
 // BookedBy calls BookedByFunc.
-func (mock *BookingLogMock) BookedBy(ctx context.Context, subject string, business string) ([]string, error) {
+func (mock *BookingLogMock) BookedBy(ctx context.Context, subject string, business string) ([]OwnBooking, error) {
 	if mock.BookedByFunc == nil {
 		panic("BookingLogMock.BookedByFunc: method is nil but BookingLog.BookedBy was just called")
 	}
@@ -644,18 +646,20 @@ func (mock *BookingLogMock) BookedByCalls() []struct {
 }
 
 // Changed calls ChangedFunc.
-func (mock *BookingLogMock) Changed(ctx context.Context, business string, id string, start time.Time, cancelled bool) error {
+func (mock *BookingLogMock) Changed(ctx context.Context, system string, business string, id string, start time.Time, cancelled bool) error {
 	if mock.ChangedFunc == nil {
 		panic("BookingLogMock.ChangedFunc: method is nil but BookingLog.Changed was just called")
 	}
 	callInfo := struct {
 		Ctx       context.Context
+		System    string
 		Business  string
 		ID        string
 		Start     time.Time
 		Cancelled bool
 	}{
 		Ctx:       ctx,
+		System:    system,
 		Business:  business,
 		ID:        id,
 		Start:     start,
@@ -664,7 +668,7 @@ func (mock *BookingLogMock) Changed(ctx context.Context, business string, id str
 	mock.lockChanged.Lock()
 	mock.calls.Changed = append(mock.calls.Changed, callInfo)
 	mock.lockChanged.Unlock()
-	return mock.ChangedFunc(ctx, business, id, start, cancelled)
+	return mock.ChangedFunc(ctx, system, business, id, start, cancelled)
 }
 
 // ChangedCalls gets all the calls that were made to Changed.
@@ -673,6 +677,7 @@ func (mock *BookingLogMock) Changed(ctx context.Context, business string, id str
 //	len(mockedBookingLog.ChangedCalls())
 func (mock *BookingLogMock) ChangedCalls() []struct {
 	Ctx       context.Context
+	System    string
 	Business  string
 	ID        string
 	Start     time.Time
@@ -680,6 +685,7 @@ func (mock *BookingLogMock) ChangedCalls() []struct {
 } {
 	var calls []struct {
 		Ctx       context.Context
+		System    string
 		Business  string
 		ID        string
 		Start     time.Time
@@ -692,7 +698,7 @@ func (mock *BookingLogMock) ChangedCalls() []struct {
 }
 
 // IsBookedBy calls IsBookedByFunc.
-func (mock *BookingLogMock) IsBookedBy(ctx context.Context, subject string, business string, id string) (bool, error) {
+func (mock *BookingLogMock) IsBookedBy(ctx context.Context, subject string, business string, id string) (string, bool, error) {
 	if mock.IsBookedByFunc == nil {
 		panic("BookingLogMock.IsBookedByFunc: method is nil but BookingLog.IsBookedBy was just called")
 	}

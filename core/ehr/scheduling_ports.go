@@ -22,9 +22,15 @@ type Hold struct {
 	// Subject is who books; IdempotencyKey is the booking's key ("" none).
 	Subject        string
 	IdempotencyKey string
-	// Business is the acting business of the call ("" none): its
-	// integration EHR is called.
+	// Business is the acting business of the call ("" none).
 	Business string
+	// System is the EHR system called: the integration EHR of Business
+	// when the hold was taken, or the system of the appointment a move
+	// moves. The agent's calendar is that system's, whichever business
+	// books it: holds of one agent of one system never overlap. "" is a
+	// hold taken before holds recorded their system (its business's
+	// integration EHR in force).
+	System string
 	// AppointmentID is the appointment a move moves.
 	AppointmentID string
 	// MaxFuture, when above zero, is how many future appointments (booked
@@ -45,10 +51,11 @@ const (
 
 // Holds keeps the holds of bookings in progress, across every instance.
 // Each call is one short transaction: nothing is held while the EHR
-// answers. Two holds of one agent never overlap (a database constraint).
+// answers. Two holds of one agent of one EHR system never overlap,
+// whichever businesses take them (a database constraint).
 type Holds interface {
 	// Take records h, leased to the caller for lease. An overlapping hold
-	// of the agent is ErrAgentBusy; a subject over h.MaxFuture is
+	// of the agent in h.System is ErrAgentBusy; a subject over h.MaxFuture is
 	// ErrAppointmentLimit.
 	Take(ctx context.Context, h Hold, lease time.Duration) error
 	// Release removes hold id.
@@ -71,8 +78,11 @@ type Holds interface {
 // patient-context caller sees and changes only the appointments booked with
 // its subject.
 type Booking struct {
-	Subject       string
-	Business      string // the acting business of the booking ("" none)
+	Subject  string
+	Business string // the acting business of the booking ("" none)
+	// System is the EHR system that holds the appointment, where it is
+	// read, changed and reconciled from then on.
+	System        string
 	AppointmentID string
 	Start         time.Time
 	// HoldID is the hold the booking settles; it is removed with the
@@ -99,20 +109,32 @@ type IdempotencyStore interface {
 	Release(ctx context.Context, subject, key string) error
 }
 
-// BookingLog keeps who booked which appointment, across every instance.
+// OwnBooking is one of a subject's bookings: the EHR system that holds
+// it ("" recorded before bookings recorded their system), the
+// appointment's id there, and whether it was cancelled through the
+// service.
+type OwnBooking struct {
+	System        string
+	AppointmentID string
+	Cancelled     bool
+}
+
+// BookingLog keeps who booked which appointment in which EHR system,
+// across every instance.
 type BookingLog interface {
 	// Record stores b and removes its hold, in one transaction, and
 	// reports whether b is new: recording it again changes nothing.
 	Record(ctx context.Context, b Booking) (recorded bool, err error)
-	// Changed notes that the EHR of business moved or cancelled appointment
-	// id (start, cancelled).
-	Changed(ctx context.Context, business, id string, start time.Time, cancelled bool) error
-	// BookedBy returns the ids of the appointments subject booked acting
-	// for business, oldest first.
-	BookedBy(ctx context.Context, subject, business string) ([]string, error)
-	// IsBookedBy reports whether subject booked appointment id acting for
-	// business.
-	IsBookedBy(ctx context.Context, subject, business, id string) (bool, error)
+	// Changed notes that system moved or cancelled its appointment id
+	// booked acting for business (start, cancelled).
+	Changed(ctx context.Context, system, business, id string, start time.Time, cancelled bool) error
+	// BookedBy returns the appointments subject booked acting for
+	// business, oldest first.
+	BookedBy(ctx context.Context, subject, business string) ([]OwnBooking, error)
+	// IsBookedBy returns the EHR system of subject's booking of
+	// appointment id acting for business (the newest, should two systems
+	// hold the id); found is false when it booked none.
+	IsBookedBy(ctx context.Context, subject, business, id string) (system string, found bool, err error)
 }
 
 // Transactor runs a change and its events as one transaction: fn's

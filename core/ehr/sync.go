@@ -32,10 +32,10 @@ type SyncConfig struct {
 	// Owner names this instance in the lease ("": a fresh id).
 	Owner string
 	// Businesses are the businesses the system is the integration EHR of
-	// ("" stands for none: a single-practice deployment). A booking the
-	// booking log records under another business is not this system's;
-	// when it holds exactly one, events of appointments no booking names
-	// belong to it. nil: unknown (any booking counts, no default).
+	// ("" stands for none: a single-practice deployment): when it holds
+	// exactly one, events of appointments no booking names belong to it.
+	// Which bookings are the system's the booking log tells (each records
+	// its system), whatever businesses the system serves now.
 	Businesses []string
 	// Overlap is how far before the watermark each poll asks again (0:
 	// 2 min), so an EHR clock running behind or a change committed late

@@ -32,7 +32,7 @@ func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []Appointme
 	if known == nil {
 		known = map[string]AppointmentState{}
 	}
-	booked, err := r.Sync.Booked(ctx, unknownIDs(ids, known))
+	booked, err := r.Sync.Booked(ctx, s.cfg.System, unknownIDs(ids, known))
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []Appointme
 			return err
 		}
 		if !baseline {
-			ours := a.Ref != "" || slices.ContainsFunc(booked[a.ID], s.serves)
+			ours := a.Ref != "" || len(booked[a.ID]) > 0
 			for _, t := range classify(base, based, ours, a.Status, a.Start, a.End) {
 				e := core.AppointmentEvent(t, core.OriginEHR, a.ID, a.AgentID, string(a.Status), a.Start, a.End, st.Business)
 				if err := r.Outbox.Emit(ctx, e); err != nil {
@@ -171,7 +171,8 @@ func classify(k AppointmentState, found, ours bool, status AppointmentStatus, st
 }
 
 // state is the state to remember of change c of an appointment known as k
-// (found false: unknown) that the booking log has under booked.
+// (found false: unknown) that the booking log has, in this system, under
+// the businesses booked.
 func (s *Syncer) state(c AppointmentChange, k AppointmentState, found bool, booked []string) AppointmentState {
 	a := c.Appointment
 	return AppointmentState{ID: a.ID, AgentID: a.AgentID, Version: c.Version, Status: a.Status,
@@ -179,25 +180,20 @@ func (s *Syncer) state(c AppointmentChange, k AppointmentState, found bool, book
 }
 
 // business is the business the events of an appointment belong to: the one
-// remembered with it, else the one the booking log has it under, else the
-// system's single business, else none.
+// remembered with it, else the one the booking log has it under in this
+// system (whichever businesses the system serves now), else the system's
+// single business, else none.
 func (s *Syncer) business(k AppointmentState, found bool, booked []string) string {
 	if found && k.Business != "" {
 		return k.Business
 	}
-	if i := slices.IndexFunc(booked, s.serves); i >= 0 {
-		return booked[i]
+	if len(booked) > 0 {
+		return booked[0]
 	}
 	if len(s.cfg.Businesses) == 1 {
 		return s.cfg.Businesses[0]
 	}
 	return ""
-}
-
-// serves reports whether the system is the integration EHR of business
-// (any, when the config does not tell).
-func (s *Syncer) serves(business string) bool {
-	return s.cfg.Businesses == nil || slices.Contains(s.cfg.Businesses, business)
 }
 
 // usable reports whether a has what an event needs: a valid id, an agent,

@@ -21,7 +21,7 @@ type memSync struct {
 	now     time.Time // the database's clock
 	cursors map[string]memCursor
 	states  map[string]map[string]AppointmentState // system → id → state
-	booked  map[string][]string                    // appointment id → businesses
+	booked  map[string][]string                    // "system/appointment id" → businesses
 	failure map[string]string                      // system → last poll's failure
 	pending []memIntent                            // the API paths' intents, oldest first
 }
@@ -104,12 +104,12 @@ func (m *memSync) known(_ context.Context, system string, ids []string) (map[str
 	return out, nil
 }
 
-func (m *memSync) bookedOf(_ context.Context, ids []string) (map[string][]string, error) {
+func (m *memSync) bookedOf(_ context.Context, system string, ids []string) (map[string][]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string][]string{}
 	for _, id := range ids {
-		if b, ok := m.booked[id]; ok {
+		if b, ok := m.booked[system+"/"+id]; ok {
 			out[id] = b
 		}
 	}

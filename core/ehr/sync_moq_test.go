@@ -314,7 +314,7 @@ var _ SyncRepo = &SyncRepoMock{}
 //			AdvanceFunc: func(ctx context.Context, system string, c SyncCursor) error {
 //				panic("mock out the Advance method")
 //			},
-//			BookedFunc: func(ctx context.Context, ids []string) (map[string][]string, error) {
+//			BookedFunc: func(ctx context.Context, system string, ids []string) (map[string][]string, error) {
 //				panic("mock out the Booked method")
 //			},
 //			DeferFunc: func(ctx context.Context, system string, id string) error {
@@ -355,7 +355,7 @@ type SyncRepoMock struct {
 	AdvanceFunc func(ctx context.Context, system string, c SyncCursor) error
 
 	// BookedFunc mocks the Booked method.
-	BookedFunc func(ctx context.Context, ids []string) (map[string][]string, error)
+	BookedFunc func(ctx context.Context, system string, ids []string) (map[string][]string, error)
 
 	// DeferFunc mocks the Defer method.
 	DeferFunc func(ctx context.Context, system string, id string) error
@@ -399,6 +399,8 @@ type SyncRepoMock struct {
 		Booked []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
+			// System is the system argument value.
+			System string
 			// Ids is the ids argument value.
 			Ids []string
 		}
@@ -544,21 +546,23 @@ func (mock *SyncRepoMock) AdvanceCalls() []struct {
 }
 
 // Booked calls BookedFunc.
-func (mock *SyncRepoMock) Booked(ctx context.Context, ids []string) (map[string][]string, error) {
+func (mock *SyncRepoMock) Booked(ctx context.Context, system string, ids []string) (map[string][]string, error) {
 	if mock.BookedFunc == nil {
 		panic("SyncRepoMock.BookedFunc: method is nil but SyncRepo.Booked was just called")
 	}
 	callInfo := struct {
-		Ctx context.Context
-		Ids []string
+		Ctx    context.Context
+		System string
+		Ids    []string
 	}{
-		Ctx: ctx,
-		Ids: ids,
+		Ctx:    ctx,
+		System: system,
+		Ids:    ids,
 	}
 	mock.lockBooked.Lock()
 	mock.calls.Booked = append(mock.calls.Booked, callInfo)
 	mock.lockBooked.Unlock()
-	return mock.BookedFunc(ctx, ids)
+	return mock.BookedFunc(ctx, system, ids)
 }
 
 // BookedCalls gets all the calls that were made to Booked.
@@ -566,12 +570,14 @@ func (mock *SyncRepoMock) Booked(ctx context.Context, ids []string) (map[string]
 //
 //	len(mockedSyncRepo.BookedCalls())
 func (mock *SyncRepoMock) BookedCalls() []struct {
-	Ctx context.Context
-	Ids []string
+	Ctx    context.Context
+	System string
+	Ids    []string
 } {
 	var calls []struct {
-		Ctx context.Context
-		Ids []string
+		Ctx    context.Context
+		System string
+		Ids    []string
 	}
 	mock.lockBooked.RLock()
 	calls = mock.calls.Booked

@@ -90,9 +90,11 @@ type SyncRepo interface {
 	// Known returns the states of system of those of ids it has, by id,
 	// locked until the transaction ends.
 	Known(ctx context.Context, system string, ids []string) (map[string]AppointmentState, error)
-	// Booked returns, for those of ids the booking log holds, the
-	// businesses it records them under (an id booked through the service).
-	Booked(ctx context.Context, ids []string) (map[string][]string, error)
+	// Booked returns, for those of system's appointment ids the booking
+	// log holds (booked through the service in that system), the
+	// businesses it records them under: an id is only unique within one
+	// EHR system.
+	Booked(ctx context.Context, system string, ids []string) (map[string][]string, error)
 	// Remember stores s as system's state of appointment s.ID.
 	Remember(ctx context.Context, system string, s AppointmentState) error
 	// Advance moves system's cursor forward to c: the watermark never goes

@@ -12,10 +12,13 @@ import (
 // swappable is Systems whose answer a test replaces, as a reload does.
 type swappable struct{ cur atomic.Pointer[FixedSystems] }
 
-func (s *swappable) set(f FixedSystems)           { s.cur.Store(&f) }
-func (s *swappable) Search(b string) []System     { return s.cur.Load().Search(b) }
-func (s *swappable) Scheduler(b string) Scheduler { return s.cur.Load().Scheduler(b) }
-func (s *swappable) MultiPractice() bool          { return false }
+func (s *swappable) set(f FixedSystems)       { s.cur.Store(&f) }
+func (s *swappable) Search(b string) []System { return s.cur.Load().Search(b) }
+func (s *swappable) Integration(b string) (string, Scheduler) {
+	return s.cur.Load().Integration(b)
+}
+func (s *swappable) SchedulerOf(name string) Scheduler { return s.cur.Load().SchedulerOf(name) }
+func (s *swappable) MultiPractice() bool               { return false }
 
 func TestSearch_AsksTheSystemsInForceAndNotAnAnswerOfOthers(t *testing.T) {
 	var systems swappable

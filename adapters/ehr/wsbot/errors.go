@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrclient"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
-// protocolError maps a protocol error code to the Scheduler's errors.
+// protocolError maps a protocol error code to the Scheduler's errors. The
+// bot's own words (pe.Message) go into no message: they may name a patient,
+// and a message is shown to the caller and kept with an Idempotency-Key's
+// outcome. They stay in the cause, for the log.
 func (c *Client) protocolError(action string, pe *wireError) error {
 	cause := &peerError{code: pe.Code, message: pe.Message}
-	msg := clip(pe.Message)
 	search := action == c.searchAction || action == actionSearchRecords
 	switch {
 	case pe.Code == "unknown_action" && action == actionSearchRecords:
@@ -42,24 +45,25 @@ func (c *Client) protocolError(action string, pe *wireError) error {
 		if action == actionCancel {
 			return ehr.ErrAlreadyCancelled.Wrap(cause)
 		}
-		if msg == "" {
-			msg = "the request conflicts with the record's state"
-		}
 		return &core.Error{Kind: core.KindConflict, Code: "ehr_conflict",
-			Message: c.name + " refused: " + msg, Err: cause}
+			Message: c.name + " refused the request: it conflicts with the record's state", Err: cause}
 	case pe.Code == "invalid":
-		if msg == "" {
-			msg = "the request is invalid"
-		}
 		return &core.Error{Kind: core.KindInvalid, Code: "validation_failed",
-			Message: c.name + ": " + msg, Err: cause}
-	}
-	text := clip(pe.Code)
-	if msg != "" {
-		text += ": " + msg
+			Message: c.name + " refused the request as invalid", Err: cause}
 	}
 	return &core.Error{Kind: core.KindBadGateway, Code: "ehr_error",
-		Message: c.name + " failed: " + text, Err: cause}
+		Message: c.name + " failed with the error code " + errorCode(pe.Code), Err: cause}
+}
+
+// errorCode is a bot's error code as a message may quote it: a protocol
+// token (lower-case letters, digits and '_', at most 64), else "unknown".
+func errorCode(code string) string {
+	if code == "" || len(code) > 64 || strings.ContainsFunc(code, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+	}) {
+		return "unknown"
+	}
+	return code
 }
 
 func (c *Client) badAnswer(action, what string, cause error) *core.Error {

@@ -2,6 +2,9 @@ package wsbot
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/carebridge/carebridge/core"
@@ -87,6 +90,48 @@ func (c *Client) GetAppointment(ctx context.Context, id string) (ehr.Appointment
 		return ehr.Appointment{}, ehr.ErrAppointmentNotFound
 	}
 	return c.appointment(ctx, actionGetAppointment, idPayload{ID: id})
+}
+
+// getAtOnce bounds the appointments.get calls of one GetAppointments in
+// flight at once.
+const getAtOnce = 8
+
+// GetAppointments asks appointments.get for each of ids (the protocol has
+// no search by id), a few at a time, and returns those the bot holds, each
+// once.
+func (c *Client) GetAppointments(ctx context.Context, ids []string) ([]ehr.Appointment, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	found := make([]*ehr.Appointment, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, getAtOnce)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			a, err := c.GetAppointment(ctx, id)
+			switch {
+			case err == nil && a.ID == id:
+				found[i] = &a
+			case err != nil && !errors.Is(err, ehr.ErrAppointmentNotFound):
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []ehr.Appointment
+	for _, a := range found {
+		if a != nil {
+			out = append(out, *a)
+		}
+	}
+	return out, nil
 }
 
 // CreateAppointment asks appointments.create with a's agent, times,

@@ -140,6 +140,9 @@ func (s *Server) handle(action string, payload json.RawMessage) (any, *protoErro
 	if !ok || action == actionSearchRecords && s.noRecords || action == actionChanges && s.noChanges {
 		return nil, fail(CodeUnknownAction, "unknown action %q", action)
 	}
+	if e := s.refusal(action); e != nil {
+		return nil, e
+	}
 	return h(s, payload)
 }
 

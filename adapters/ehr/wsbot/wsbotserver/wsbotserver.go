@@ -118,6 +118,7 @@ type Server struct {
 	delays      map[string]time.Duration
 	late        map[string]time.Duration // actions carried out at once, answered after
 	silent      map[string]bool          // actions carried out but never answered
+	refusals    map[string]*protoError   // actions answered with an error (SetRefusal)
 	ignorePings bool
 	outOfOrder  int
 	dropAfter   int // > 0: requests left before the drop; 0: none armed
