@@ -39,6 +39,9 @@ func newSyncRig(cfg SyncConfig) *syncRig {
 	if cfg.Owner == "" {
 		cfg.Owner = "instance-1"
 	}
+	if cfg.Now == nil {
+		cfg.Now = r.store.clock
+	}
 	r.s = NewSyncer(r.feed, nil, r.store, r.tx, cfg)
 	return r
 }
@@ -228,7 +231,7 @@ func apiAndSync(t *testing.T) (*Scheduling, *calendar, *memFeed, *Syncer) {
 	s := scheduling(c)
 	m := s.tx.(*memTx)
 	feed := newMemFeed()
-	syncer := NewSyncer(feed, nil, m.sync, &syncTx{sync: m.sync}, SyncConfig{System: "test", Owner: "i-1"})
+	syncer := NewSyncer(feed, nil, m.sync, &syncTx{sync: m.sync}, SyncConfig{System: "test", Owner: "i-1", Now: m.sync.clock})
 	if _, err := syncer.PollOnce(context.Background()); err != nil { // the baseline
 		t.Fatal(err)
 	}
@@ -506,7 +509,7 @@ func TestSyncer_APathWithoutSystemRemembersNothing(t *testing.T) {
 
 func TestSyncer_OnlyTheLeaseHolderPolls(t *testing.T) {
 	r := newSyncRig(SyncConfig{Lease: time.Minute})
-	other := NewSyncer(r.feed, nil, r.store, r.tx, SyncConfig{System: "clinic-a", Owner: "instance-2", Lease: time.Minute})
+	other := NewSyncer(r.feed, nil, r.store, r.tx, SyncConfig{System: "clinic-a", Owner: "instance-2", Lease: time.Minute, Now: r.store.clock})
 	r.poll(t)
 	r.feed.put(syncAppt("a-1", StatusBooked, 9), ehrAt(1), "1")
 	res, err := other.PollOnce(context.Background())
@@ -529,7 +532,7 @@ func TestSyncer_LeaseLostMidPollWritesNothing(t *testing.T) {
 	before := r.store.cursor("clinic-a")
 	// Another instance takes the lease over after this one claimed it
 	// (this one stalled past its lease) and before its batch commits.
-	r.feed.AppointmentChangesFunc = func(ctx context.Context, since time.Time, max int) ([]AppointmentChange, bool, error) {
+	r.feed.AppointmentChangesFunc = func(ctx context.Context, since time.Time, max int) (ChangeBatch, error) {
 		r.store.now = r.store.now.Add(3 * time.Minute)
 		if _, held, _ := r.store.claim(ctx, "clinic-a", "instance-2", time.Minute); !held {
 			t.Error("the other instance could not take the lease")
