@@ -42,8 +42,8 @@ type SyncTuning struct {
 	// its next 14 days to catch deletions (0: an hour).
 	ReconcileEvery time.Duration
 	// Lease is how long a claim of a system's poller lasts (0: the
-	// core's 2 minutes): how long an instance that died holding it keeps
-	// the others from taking over.
+	// system's interval plus a minute, ehr.SyncLease): how long an
+	// instance that died holding it keeps the others from taking over.
 	Lease time.Duration
 }
 
@@ -200,12 +200,13 @@ func (l *syncLoops) settle(ctx context.Context, running map[string]*syncRun, tar
 // tried again at the next tick; an EHR that cannot tell its changes is
 // logged once and its poller ends (until a reload changes the system).
 func (l *syncLoops) poll(ctx context.Context, name string, t syncTarget) {
+	interval := cmp.Or(l.tuning.Interval, t.interval)
 	s := ehr.NewSyncer(t.feed, t.sys.scheduler, l.store, l.tx, ehr.SyncConfig{
-		System: name, Owner: l.owner, Businesses: t.businesses, Lease: l.tuning.Lease})
+		System: name, Owner: l.owner, Businesses: t.businesses, Interval: interval, Lease: l.tuning.Lease})
 	log := l.log.With("ehr", name)
 	m := l.metrics.system(name)
 	l.board.start(name, time.Now())
-	tick := time.NewTicker(cmp.Or(l.tuning.Interval, t.interval))
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var reconciled time.Time
 	for {
@@ -237,6 +238,7 @@ func (l *syncLoops) pollOnce(ctx context.Context, s *ehr.Syncer, name string, lo
 		}
 		if res.Held {
 			m.observe(res, time.Since(began))
+			clockAnomalies(res, log)
 		}
 		if err != nil {
 			return l.failed(name, err, log, m), false
@@ -254,6 +256,19 @@ func (l *syncLoops) pollOnce(ctx context.Context, s *ehr.Syncer, name string, lo
 		}
 	}
 	return true, true
+}
+
+// clockAnomalies logs what a poll found past the EHR's clock (times and
+// counts only: no appointment, no patient).
+func clockAnomalies(res ehr.PollResult, log *slog.Logger) {
+	if res.Ahead > 0 {
+		log.Warn("appointment changes dated past the EHR's clock: published, but the sync watermark does not follow them",
+			"changes", res.Ahead, "latest", res.AheadAt, "bound", res.Bound)
+	}
+	if !res.Rewound.IsZero() {
+		log.Warn("the sync watermark lay past the EHR's clock: set back to it; changes made since it got there may need an operator to set it further back",
+			"was", res.Rewound, "watermark", res.Watermark)
+	}
 }
 
 // failed notes a failed poll; it returns false for an EHR that cannot

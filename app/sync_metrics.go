@@ -31,7 +31,15 @@ type syncMetrics struct {
 	changes  *prometheus.CounterVec   // ehr, kind
 	duration *prometheus.HistogramVec // ehr
 	failures *prometheus.CounterVec   // ehr, code
+	clock    *prometheus.CounterVec   // ehr, kind (clockKinds)
 }
+
+// clockKinds are the values of the kind label of
+// carebridge_ehr_sync_clock_anomalies_total: change (a change, of a new
+// version, whose EHR time lay past the EHR's clock at the poll; published,
+// but the watermark did not follow it) and watermark (a stored watermark
+// found past it and set back).
+var clockKinds = []string{"change", "watermark"}
 
 func newSyncMetrics(reg prometheus.Registerer, board *syncBoard) *syncMetrics {
 	m := &syncMetrics{
@@ -48,8 +56,12 @@ func newSyncMetrics(reg prometheus.Registerer, board *syncBoard) *syncMetrics {
 			Name: "carebridge_ehr_sync_poll_failures_total",
 			Help: "Failed polls of an EHR system's appointment changes by this instance, by error code.",
 		}, []string{"ehr", "code"}),
+		clock: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carebridge_ehr_sync_clock_anomalies_total",
+			Help: "Times an EHR system's poller found past the EHR's own clock at the poll (its HTTP Date to the second, and never more than a minute past this instance's clock), by kind: change (a change dated ahead, published without moving the watermark) and watermark (a watermark found ahead and set back).",
+		}, []string{"ehr", "kind"}),
 	}
-	reg.MustRegister(m.changes, m.duration, m.failures, lagCollector{board: board})
+	reg.MustRegister(m.changes, m.duration, m.failures, m.clock, lagCollector{board: board})
 	return m
 }
 
@@ -99,13 +111,16 @@ func (m *syncMetrics) system(name string) *systemSync {
 	for _, k := range syncKinds {
 		s.changes[k] = m.changes.WithLabelValues(name, k)
 	}
+	for _, k := range clockKinds {
+		m.clock.WithLabelValues(name, k)
+	}
 	m.duration.WithLabelValues(name)
 	return s
 }
 
 // forget removes the series of a system a reload removed.
 func (m *syncMetrics) forget(name string) {
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.changes, m.duration, m.failures} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.changes, m.duration, m.failures, m.clock} {
 		v.DeletePartialMatch(prometheus.Labels{"ehr": name})
 	}
 }
@@ -122,6 +137,10 @@ func (s *systemSync) observe(res ehr.PollResult, took time.Duration) {
 	s.changes["skipped"].Add(float64(res.Skipped))
 	if res.Baseline {
 		s.changes["baseline"].Add(float64(res.Changes - res.Unchanged - res.Skipped))
+	}
+	s.m.clock.WithLabelValues(s.name, "change").Add(float64(res.Ahead))
+	if !res.Rewound.IsZero() {
+		s.m.clock.WithLabelValues(s.name, "watermark").Inc()
 	}
 }
 

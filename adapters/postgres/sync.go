@@ -102,6 +102,15 @@ func (r *Sync) Advance(ctx context.Context, system string, c ehr.SyncCursor) err
 	return nil
 }
 
+// Rewind sets system's watermark back to to when it lies after it.
+func (r *Sync) Rewind(ctx context.Context, system string, to time.Time) error {
+	_, err := r.db.Exec(ctx, `UPDATE ehr_sync_cursors SET watermark = $2 WHERE system = $1 AND watermark > $2`, system, to)
+	if err != nil {
+		return fmt.Errorf("set back the sync cursor of %s: %w", system, err)
+	}
+	return nil
+}
+
 const stateColumns = `appointment_id, agent_id, version, status, start_at, end_at, business_id`
 
 // Known returns the states of system among ids, locked until the

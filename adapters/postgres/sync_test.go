@@ -114,6 +114,36 @@ func TestIntegrationSync_AdvanceIsRefusedOnceTheLeaseMoved(t *testing.T) {
 	}
 }
 
+// Rewind sets a watermark back only when it lies after the time given:
+// an earlier one, or none, stays.
+func TestIntegrationSync_RewindSetsBackOnlyAWatermarkPastIt(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	s := db.Sync()
+	claim(t, s, "clinic-a", "one")
+	if err := s.Rewind(ctx, "clinic-a", time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := claim(t, s, "clinic-a", "one"); !c.Watermark.IsZero() {
+		t.Fatalf("a cursor without a watermark got %v", c.Watermark)
+	}
+	odd := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := s.Advance(ctx, "clinic-a", ehr.SyncCursor{Watermark: odd, Baselined: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct{ to, want time.Time }{
+		{time.Date(2030, 3, 1, 10, 0, 0, 123456000, time.UTC), time.Date(2030, 3, 1, 10, 0, 0, 123456000, time.UTC)},
+		{odd, time.Date(2030, 3, 1, 10, 0, 0, 123456000, time.UTC)}, // later than the watermark: it stays
+	} {
+		if err := s.Rewind(ctx, "clinic-a", step.to); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := claim(t, s, "clinic-a", "one"); !c.Watermark.Equal(step.want) || !c.Baselined {
+			t.Fatalf("rewind to %v: cursor %+v, want watermark %v, baselined", step.to, c, step.want)
+		}
+	}
+}
+
 func TestIntegrationSync_RemembersStatesAndReadsThemBack(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.Store(t)

@@ -15,7 +15,6 @@ const (
 	defaultSyncOverlap    = 2 * time.Minute
 	defaultSyncBatch      = 500
 	defaultSyncMaxBatches = 20
-	defaultSyncLease      = 2 * time.Minute
 	defaultSyncChecks     = 100
 	// reconcilePages bounds the pages of one reconciliation's listing
 	// (MaxLimit each).
@@ -45,8 +44,10 @@ type SyncConfig struct {
 	// MaxBatches how many batches one PollOnce takes at most (0: 20): a
 	// backlog is drained over several polls.
 	Batch, MaxBatches int
-	// Lease is how long a claim of the system's poller lasts (0: 2 min);
-	// each batch renews it.
+	// Interval is how often the system is polled; the lease follows it.
+	Interval time.Duration
+	// Lease is how long a claim of the system's poller lasts (0:
+	// SyncLease(Interval)); each poll and each batch renews it.
 	Lease time.Duration
 	// History publishes the changes the first sweep finds. By default the
 	// first sweep (no watermark yet, from the EHR's first change) is a
@@ -56,6 +57,13 @@ type SyncConfig struct {
 	// MaxChecks bounds the appointments one Reconcile asks the EHR about
 	// one by one (0: 100).
 	MaxChecks int
+	// Now is this instance's clock (nil: time.Now), and Skew how far an
+	// EHR's clock may run ahead of it (0: 1 min). The watermark never
+	// passes the bound of a poll: the EHR's clock when it answered
+	// (ChangeBatch.Clock, to its second) and never past Now plus Skew; Now
+	// plus Skew alone when the EHR does not tell its clock (see bound).
+	Now  func() time.Time
+	Skew time.Duration
 }
 
 // Syncer hears the appointment changes made in one integration EHR itself
@@ -79,8 +87,12 @@ func NewSyncer(feed ChangeFeed, sch Scheduler, store SyncStore, tx Transactor, c
 	cfg.Overlap = cmp.Or(cfg.Overlap, defaultSyncOverlap)
 	cfg.Batch = cmp.Or(cfg.Batch, defaultSyncBatch)
 	cfg.MaxBatches = cmp.Or(cfg.MaxBatches, defaultSyncMaxBatches)
-	cfg.Lease = cmp.Or(cfg.Lease, defaultSyncLease)
+	cfg.Lease = cmp.Or(cfg.Lease, SyncLease(cfg.Interval))
 	cfg.MaxChecks = cmp.Or(cfg.MaxChecks, defaultSyncChecks)
+	cfg.Skew = cmp.Or(cfg.Skew, defaultSyncSkew)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Syncer{feed: feed, sch: sch, store: store, tx: tx, cfg: cfg}
 }
 
@@ -101,6 +113,17 @@ type PollResult struct {
 	Watermark time.Time
 	// More tells a backlog left for the next poll.
 	More bool
+	// Bound is the last batch's bound: the watermark does not pass it.
+	Bound time.Time
+	// Ahead counts the changes taken in (new versions) whose EHR time lay
+	// past their batch's bound — an EHR clock or record gone wrong: they
+	// are published, but the watermark does not follow them; AheadAt is
+	// the latest such time.
+	Ahead   int
+	AheadAt time.Time
+	// Rewound is a watermark found past the bound (moved there before the
+	// bound held) and set back to the bound; zero when none.
+	Rewound time.Time
 }
 
 // PollOnce claims the system's lease and takes in its changes since the
@@ -127,36 +150,52 @@ func (s *Syncer) PollOnce(ctx context.Context) (PollResult, error) {
 // poll reads and takes in the batches of one PollOnce.
 func (s *Syncer) poll(ctx context.Context, cur SyncCursor, res *PollResult) error {
 	res.Baseline = !cur.Baselined && !s.cfg.History
-	since, max := cur.Watermark, s.cfg.Batch
-	if !since.IsZero() {
-		since = since.Add(-s.cfg.Overlap)
-	}
+	since, max := s.from(cur), s.cfg.Batch
 	// Only batches that move the watermark count against MaxBatches: those
-	// that read the overlap again do not, so a poll always gets past it
-	// (up to a hard bound of maxReread times as many batches).
+	// that read the overlap again (or only changes past the bound) do not,
+	// so a poll always gets past it (up to a hard bound of maxReread times
+	// as many batches).
 	for forward, n := 0, 0; forward < s.cfg.MaxBatches && n < maxReread*s.cfg.MaxBatches; n++ {
-		changes, more, err := s.feed.AppointmentChanges(ctx, since, max)
+		b, err := s.feed.AppointmentChanges(ctx, since, max)
 		if errors.Is(err, ErrChangesNotSupported) {
 			return err
 		}
 		if err != nil {
 			return fmt.Errorf("read the appointment changes of %s: %w", s.cfg.System, err)
 		}
+		bound := s.bound(b.Clock)
+		res.Bound = bound
+		if cur.Watermark.After(bound) {
+			if cur, err = s.rewind(ctx, cur, bound, res); err != nil {
+				return err
+			}
+			since, max = s.from(cur), s.cfg.Batch
+			continue
+		}
 		before := cur.Watermark
-		if cur, err = s.takeIn(ctx, cur, changes, !more, res); err != nil {
+		if cur, err = s.takeIn(ctx, cur, b.Changes, bound, !b.More, res); err != nil {
 			return err
 		}
 		if cur.Watermark.After(before) {
 			forward++
 		}
 		res.Batches++
-		res.Watermark, res.More = cur.Watermark, more
-		if !more {
+		res.Watermark, res.More = cur.Watermark, b.More
+		if !b.More {
 			return nil
 		}
-		since, max = s.next(since, max, changes)
+		since, max = s.next(since, max, b.Changes)
 	}
 	return nil
+}
+
+// from is where a poll from cursor cur starts: the watermark less the
+// overlap (the zero time: the EHR's first change).
+func (s *Syncer) from(cur SyncCursor) time.Time {
+	if cur.Watermark.IsZero() {
+		return cur.Watermark
+	}
+	return cur.Watermark.Add(-s.cfg.Overlap)
 }
 
 // next is where the next batch of one poll starts, and its size. A feed
@@ -185,7 +224,8 @@ const maxReread = 4
 // one instant.
 const maxTieBatches = 8
 
-// newestChange is the newest UpdatedAt of changes, at least from.
+// newestChange is the newest UpdatedAt of changes, at least from. (Within
+// a poll, where the next batch starts; the watermark is newestWithin.)
 func newestChange(from time.Time, changes []AppointmentChange) time.Time {
 	for _, c := range changes {
 		if c.Appointment.UpdatedAt.After(from) {
@@ -220,23 +260,26 @@ func wrapNonNil(err error, format string, args ...any) error {
 type batch struct {
 	changes, skipped, unchanged int
 	events                      []core.Event
+	aheadN                      int       // changes past the bound (new versions)
+	aheadAt                     time.Time // the latest of them
 }
 
 // takeIn classifies one batch of changes and writes its events, the states
 // and the cursor in one transaction, which commits only while this
-// instance holds the lease. last tells the batch that ends the feed: the
-// baseline is done with it. A batch without changes still takes over the
-// API paths' lapsed intents (classifyBatch), so an idle EHR does not keep
-// their changes unpublished.
-func (s *Syncer) takeIn(ctx context.Context, cur SyncCursor, changes []AppointmentChange, last bool, res *PollResult) (SyncCursor, error) {
-	next := SyncCursor{Watermark: newestChange(cur.Watermark, changes), Baselined: cur.Baselined || last}
+// instance holds the lease. The watermark moves to the newest change
+// within bound (newestWithin). last tells the batch that ends the feed:
+// the baseline is done with it. A batch without changes still takes over
+// the API paths' lapsed intents (classifyBatch), so an idle EHR does not
+// keep their changes unpublished.
+func (s *Syncer) takeIn(ctx context.Context, cur SyncCursor, changes []AppointmentChange, bound time.Time, last bool, res *PollResult) (SyncCursor, error) {
+	next := SyncCursor{Watermark: newestWithin(cur.Watermark, changes, bound), Baselined: cur.Baselined || last}
 	var b batch
 	err := s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
 		b = batch{}
 		if err := r.Sync.Hold(ctx, s.cfg.System, s.cfg.Owner, s.cfg.Lease); err != nil {
 			return err
 		}
-		if err := s.classifyBatch(ctx, r, changes, res.Baseline, &b); err != nil {
+		if err := s.classifyBatch(ctx, r, changes, res.Baseline, bound, &b); err != nil {
 			return err
 		}
 		return r.Sync.Advance(ctx, s.cfg.System, next)
@@ -247,6 +290,10 @@ func (s *Syncer) takeIn(ctx context.Context, cur SyncCursor, changes []Appointme
 	res.Changes += b.changes
 	res.Skipped += b.skipped
 	res.Unchanged += b.unchanged
+	res.Ahead += b.aheadN
+	if b.aheadAt.After(res.AheadAt) {
+		res.AheadAt = b.aheadAt
+	}
 	for _, e := range b.events {
 		res.Events[e.Type]++
 	}

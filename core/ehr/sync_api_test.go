@@ -12,13 +12,17 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
+// The API paths' side of sync (sync_api.go) against the poller.
+
+// apiAndSync is the Scheduling of the API paths and a Syncer of its EHR
+// (system "test", the calendar's) over one memSync.
 func apiAndSync(t *testing.T) (*Scheduling, *calendar, *memFeed, *Syncer) {
 	t.Helper()
 	c := newCalendar(chicago)
 	s := scheduling(c)
 	m := s.tx.(*memTx)
 	feed := newMemFeed()
-	syncer := NewSyncer(feed, nil, m.sync, &syncTx{sync: m.sync}, SyncConfig{System: "test", Owner: "i-1"})
+	syncer := NewSyncer(feed, nil, m.sync, &syncTx{sync: m.sync}, SyncConfig{System: "test", Owner: "i-1", Now: m.sync.clock})
 	if _, err := syncer.PollOnce(context.Background()); err != nil { // the baseline
 		t.Fatal(err)
 	}

@@ -10,13 +10,13 @@ import (
 
 // classifyBatch classifies changes against the states remembered of their
 // appointments, emits their events (none in a baseline) and remembers the
-// new states, through r.
+// new states, through r; it notes those past bound.
 //
 // The API paths' intents come first (the order of their own
 // transactions' locks): the lapsed ones are taken over, and a change that
 // matches a pending one is classified against the state the intent asks
 // for, so what the API path publishes is not published here too.
-func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []AppointmentChange, baseline bool, b *batch) error {
+func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []AppointmentChange, baseline bool, bound time.Time, b *batch) error {
 	if err := s.takeOver(ctx, r, b); err != nil {
 		return err
 	}
@@ -48,6 +48,7 @@ func (s *Syncer) classifyBatch(ctx context.Context, r Repos, changes []Appointme
 			b.unchanged++
 			continue
 		}
+		b.ahead(c, bound)
 		st := s.state(c, k, found, booked[a.ID])
 		base, based, err := s.deferTo(ctx, r, pending, a, k, found)
 		if err != nil {

@@ -43,7 +43,7 @@ func newMemSync() *memSync {
 		booked: map[string][]string{}, failure: map[string]string{}}
 	m.SyncStoreMock = &SyncStoreMock{ClaimFunc: m.claim, PolledFunc: m.polled, KnownBetweenFunc: m.knownBetween}
 	m.SyncRepoMock = &SyncRepoMock{HoldFunc: m.hold, KnownFunc: m.known, BookedFunc: m.bookedOf,
-		RememberFunc: m.remember, AdvanceFunc: m.advance, IntendFunc: m.intend, PendingFunc: m.pendingOf,
+		RememberFunc: m.remember, AdvanceFunc: m.advance, RewindFunc: m.rewind, IntendFunc: m.intend, PendingFunc: m.pendingOf,
 		DeferFunc: m.deferTo, SettleFunc: m.settle, WithdrawFunc: m.withdraw, LapseFunc: m.lapse}
 	return m
 }
@@ -138,6 +138,17 @@ func (m *memSync) advance(_ context.Context, system string, to SyncCursor) error
 	return nil
 }
 
+func (m *memSync) rewind(_ context.Context, system string, to time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cursors[system]
+	if c.Watermark.After(to) {
+		c.Watermark = to
+	}
+	m.cursors[system] = c
+	return nil
+}
+
 func (m *memSync) intend(_ context.Context, system string, p PendingChange, lease time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -219,6 +230,14 @@ func (m *memSync) intents() []PendingChange {
 	return out
 }
 
+// clock is the database's clock, which the tests' Syncers also take as
+// this instance's (SyncConfig.Now).
+func (m *memSync) clock() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
 // tick moves the database's clock on by d.
 func (m *memSync) tick(d time.Duration) {
 	m.mu.Lock()
@@ -296,12 +315,21 @@ func (t *syncTx) published() []core.Event {
 }
 
 // memFeed is an EHR's change feed in memory: its appointments' current
-// states, answered oldest first by UpdatedAt, as the adapters do.
+// states, answered oldest first by UpdatedAt, as the adapters do, with the
+// EHR's clock when set (zero: a feed that does not tell it).
 type memFeed struct {
 	*ChangeFeedMock
 	mu      sync.Mutex
 	changes map[string]AppointmentChange
 	err     error
+	clock   time.Time
+}
+
+// setClock sets the EHR's clock its answers tell.
+func (f *memFeed) setClock(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clock = at
 }
 
 func newMemFeed() *memFeed {
@@ -318,11 +346,11 @@ func (f *memFeed) put(a Appointment, at time.Time, v string) {
 	f.changes[a.ID] = AppointmentChange{Appointment: a, Version: v}
 }
 
-func (f *memFeed) since(_ context.Context, since time.Time, max int) ([]AppointmentChange, bool, error) {
+func (f *memFeed) since(_ context.Context, since time.Time, max int) (ChangeBatch, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
-		return nil, false, f.err
+		return ChangeBatch{}, f.err
 	}
 	var out []AppointmentChange
 	for _, c := range f.changes {
@@ -337,7 +365,7 @@ func (f *memFeed) since(_ context.Context, since time.Time, max int) ([]Appointm
 		return strings.Compare(a.Appointment.ID, b.Appointment.ID)
 	})
 	if len(out) > max {
-		return out[:max], true, nil
+		return ChangeBatch{Changes: out[:max], More: true, Clock: f.clock}, nil
 	}
-	return out, false, nil
+	return ChangeBatch{Changes: out, Clock: f.clock}, nil
 }

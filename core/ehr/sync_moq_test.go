@@ -19,7 +19,7 @@ var _ ChangeFeed = &ChangeFeedMock{}
 //
 //		// make and configure a mocked ChangeFeed
 //		mockedChangeFeed := &ChangeFeedMock{
-//			AppointmentChangesFunc: func(ctx context.Context, since time.Time, max int) ([]AppointmentChange, bool, error) {
+//			AppointmentChangesFunc: func(ctx context.Context, since time.Time, max int) (ChangeBatch, error) {
 //				panic("mock out the AppointmentChanges method")
 //			},
 //		}
@@ -30,7 +30,7 @@ var _ ChangeFeed = &ChangeFeedMock{}
 //	}
 type ChangeFeedMock struct {
 	// AppointmentChangesFunc mocks the AppointmentChanges method.
-	AppointmentChangesFunc func(ctx context.Context, since time.Time, max int) ([]AppointmentChange, bool, error)
+	AppointmentChangesFunc func(ctx context.Context, since time.Time, max int) (ChangeBatch, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -48,7 +48,7 @@ type ChangeFeedMock struct {
 }
 
 // AppointmentChanges calls AppointmentChangesFunc.
-func (mock *ChangeFeedMock) AppointmentChanges(ctx context.Context, since time.Time, max int) ([]AppointmentChange, bool, error) {
+func (mock *ChangeFeedMock) AppointmentChanges(ctx context.Context, since time.Time, max int) (ChangeBatch, error) {
 	if mock.AppointmentChangesFunc == nil {
 		panic("ChangeFeedMock.AppointmentChangesFunc: method is nil but ChangeFeed.AppointmentChanges was just called")
 	}
@@ -338,6 +338,9 @@ var _ SyncRepo = &SyncRepoMock{}
 //			RememberFunc: func(ctx context.Context, system string, s AppointmentState) error {
 //				panic("mock out the Remember method")
 //			},
+//			RewindFunc: func(ctx context.Context, system string, to time.Time) error {
+//				panic("mock out the Rewind method")
+//			},
 //			SettleFunc: func(ctx context.Context, system string, id string) (PendingChange, bool, error) {
 //				panic("mock out the Settle method")
 //			},
@@ -377,6 +380,9 @@ type SyncRepoMock struct {
 
 	// RememberFunc mocks the Remember method.
 	RememberFunc func(ctx context.Context, system string, s AppointmentState) error
+
+	// RewindFunc mocks the Rewind method.
+	RewindFunc func(ctx context.Context, system string, to time.Time) error
 
 	// SettleFunc mocks the Settle method.
 	SettleFunc func(ctx context.Context, system string, id string) (PendingChange, bool, error)
@@ -473,6 +479,15 @@ type SyncRepoMock struct {
 			// S is the s argument value.
 			S AppointmentState
 		}
+		// Rewind holds details about calls to the Rewind method.
+		Rewind []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+			// To is the to argument value.
+			To time.Time
+		}
 		// Settle holds details about calls to the Settle method.
 		Settle []struct {
 			// Ctx is the ctx argument value.
@@ -501,6 +516,7 @@ type SyncRepoMock struct {
 	lockLapse    sync.RWMutex
 	lockPending  sync.RWMutex
 	lockRemember sync.RWMutex
+	lockRewind   sync.RWMutex
 	lockSettle   sync.RWMutex
 	lockWithdraw sync.RWMutex
 }
@@ -874,6 +890,46 @@ func (mock *SyncRepoMock) RememberCalls() []struct {
 	mock.lockRemember.RLock()
 	calls = mock.calls.Remember
 	mock.lockRemember.RUnlock()
+	return calls
+}
+
+// Rewind calls RewindFunc.
+func (mock *SyncRepoMock) Rewind(ctx context.Context, system string, to time.Time) error {
+	if mock.RewindFunc == nil {
+		panic("SyncRepoMock.RewindFunc: method is nil but SyncRepo.Rewind was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+		To     time.Time
+	}{
+		Ctx:    ctx,
+		System: system,
+		To:     to,
+	}
+	mock.lockRewind.Lock()
+	mock.calls.Rewind = append(mock.calls.Rewind, callInfo)
+	mock.lockRewind.Unlock()
+	return mock.RewindFunc(ctx, system, to)
+}
+
+// RewindCalls gets all the calls that were made to Rewind.
+// Check the length with:
+//
+//	len(mockedSyncRepo.RewindCalls())
+func (mock *SyncRepoMock) RewindCalls() []struct {
+	Ctx    context.Context
+	System string
+	To     time.Time
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+		To     time.Time
+	}
+	mock.lockRewind.RLock()
+	calls = mock.calls.Rewind
+	mock.lockRewind.RUnlock()
 	return calls
 }
 

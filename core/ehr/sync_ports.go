@@ -29,12 +29,28 @@ type AppointmentChange struct {
 type ChangeFeed interface {
 	// AppointmentChanges returns the appointments the EHR changed after
 	// since (its own clock; the zero time: from its first), oldest first
-	// by UpdatedAt, at most max; more reports that there are more (the
-	// caller asks again from the last one's UpdatedAt). An appointment
-	// the EHR returns without a usable time, agent or status is left out
-	// (and logged without patient data), so it never blocks the feed. An
-	// EHR that cannot tell its changes fails with ErrChangesNotSupported.
-	AppointmentChanges(ctx context.Context, since time.Time, max int) (changes []AppointmentChange, more bool, err error)
+	// by UpdatedAt, at most max, with More when there are more (the
+	// caller asks again from the last one's UpdatedAt), and the EHR's
+	// clock when it answered when the EHR tells it. An appointment the
+	// EHR returns without a usable time, agent or status is left out (and
+	// logged without patient data), so it never blocks the feed. An EHR
+	// that cannot tell its changes fails with ErrChangesNotSupported.
+	AppointmentChanges(ctx context.Context, since time.Time, max int) (ChangeBatch, error)
+}
+
+// ChangeBatch is one answer of a ChangeFeed.
+type ChangeBatch struct {
+	// Changes are the appointments changed after since, oldest first by
+	// UpdatedAt.
+	Changes []AppointmentChange
+	// More tells that the EHR holds more changes after the last one.
+	More bool
+	// Clock is the EHR's own time when it answered — FHIR: the HTTP Date
+	// of its last answer, which tells the second (the EHR's clock lies in
+	// the second after it) — or zero when the EHR does not tell it (a
+	// WebSocket bot). The poller's watermark never passes it (see
+	// SyncConfig.Skew).
+	Clock time.Time
 }
 
 // ErrChangesNotSupported is an EHR that cannot tell its appointment
@@ -100,6 +116,10 @@ type SyncRepo interface {
 	// Advance moves system's cursor forward to c: the watermark never goes
 	// back (a zero one is unchanged), and a done baseline stays done.
 	Advance(ctx context.Context, system string, c SyncCursor) error
+	// Rewind sets system's watermark back to to when it lies after it: a
+	// watermark that an EHR time past the EHR's own clock moved there
+	// (before the poller bounded it), which no later change would pass.
+	Rewind(ctx context.Context, system string, to time.Time) error
 
 	// Intend records p, a change an API path is about to ask system for,
 	// until lease from now (the database's clock).

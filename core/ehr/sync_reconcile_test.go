@@ -11,6 +11,10 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
+// Reconcile (sync_reconcile.go): the deletions no change feed shows.
+
+// listing is a Scheduler whose window listing pages over appts and whose
+// lookup finds only those of ids in exist.
 func listing(appts []Appointment, exist map[string]bool) *SchedulerMock {
 	return &SchedulerMock{
 		ListAppointmentsFunc: func(_ context.Context, f AppointmentFilter) (Page[Appointment], error) {

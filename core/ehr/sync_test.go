@@ -38,6 +38,9 @@ func newSyncRig(cfg SyncConfig) *syncRig {
 	if cfg.Owner == "" {
 		cfg.Owner = "instance-1"
 	}
+	if cfg.Now == nil {
+		cfg.Now = r.store.clock
+	}
 	r.s = NewSyncer(r.feed, nil, r.store, r.tx, cfg)
 	return r
 }
@@ -231,7 +234,7 @@ func TestSyncer_CarebridgesOwnAppointmentsPublishNothingHere(t *testing.T) {
 
 func TestSyncer_OnlyTheLeaseHolderPolls(t *testing.T) {
 	r := newSyncRig(SyncConfig{Lease: time.Minute})
-	other := NewSyncer(r.feed, nil, r.store, r.tx, SyncConfig{System: "clinic-a", Owner: "instance-2", Lease: time.Minute})
+	other := NewSyncer(r.feed, nil, r.store, r.tx, SyncConfig{System: "clinic-a", Owner: "instance-2", Lease: time.Minute, Now: r.store.clock})
 	r.poll(t)
 	r.feed.put(syncAppt("a-1", StatusBooked, 9), ehrAt(1), "1")
 	res, err := other.PollOnce(context.Background())
@@ -254,7 +257,7 @@ func TestSyncer_LeaseLostMidPollWritesNothing(t *testing.T) {
 	before := r.store.cursor("clinic-a")
 	// Another instance takes the lease over after this one claimed it
 	// (this one stalled past its lease) and before its batch commits.
-	r.feed.AppointmentChangesFunc = func(ctx context.Context, since time.Time, max int) ([]AppointmentChange, bool, error) {
+	r.feed.AppointmentChangesFunc = func(ctx context.Context, since time.Time, max int) (ChangeBatch, error) {
 		r.store.now = r.store.now.Add(3 * time.Minute)
 		if _, held, _ := r.store.claim(ctx, "clinic-a", "instance-2", time.Minute); !held {
 			t.Error("the other instance could not take the lease")
@@ -386,6 +389,3 @@ func TestSyncer_FailedWriteRollsTheBatchBack(t *testing.T) {
 		t.Fatalf("the retry lost the change: %+v", res)
 	}
 }
-
-// listing is a Scheduler whose window listing pages over appts and whose
-// lookup finds only those of ids in exist.

@@ -32,11 +32,15 @@
 //   - the rate limiter (golang.org/x/time/rate): requests_per_minute spread
 //     evenly, with a burst of max(1, rpm/60) — one second's worth — so an
 //     idle system does not release a large burst at once. A request waits
-//     for its turn within its attempt's time-out, or fails at once with
-//     rate_limited (RetryAfter set) when its turn lies beyond it.
-//   - the per-attempt time-out covers the limiter wait, the token, the
-//     exchange and the reading of the response body (the body stays
-//     readable after Do returns; closing it releases the attempt).
+//     for its turn in our own queue, at most the per-attempt time-out and
+//     never past ctx's deadline, or fails at once with rate_limited
+//     (RetryAfter set; the breaker does not count it) when its turn lies
+//     beyond that.
+//   - the per-attempt time-out starts when the attempt is sent, after the
+//     limiter's wait: it covers the token, the exchange and the reading of
+//     the response body (the body stays readable after Do returns; closing
+//     it releases the attempt). Time spent in our own queue is never
+//     reported as ehr_timeout.
 //   - retries (RetryAttempts after the first attempt) on network errors,
 //     time-outs, 429 and 5xx, waiting a random time in [0, min(2 s,
 //     100 ms·2^n)] (full jitter, WithBackoff) or the Retry-After the EHR
@@ -141,8 +145,8 @@ type Metrics interface {
 	// the attempts it made after the first.
 	Request(outcome string, took time.Duration, retries int)
 	// RateLimitWait records a wait the rate limiter imposed on an attempt
-	// (a turn past the time-out is refused, not waited: it shows as the
-	// outcome rate_limited).
+	// (a turn past the wait allowed is refused, not waited: it shows as
+	// the outcome rate_limited).
 	RateLimitWait(wait time.Duration)
 	// BreakerState records the circuit breaker's state: BreakerClosed,
 	// BreakerHalfOpen or BreakerOpen. New reports closed.
@@ -214,16 +218,16 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		traced = withTrace(cfg.Tracer.Tracer(ehrclient.TracerName), cfg.Name, base, cfg.PropagateTrace, cb)
 	}
 	c.do = chain(send(hc),
-		observe(cfg.Logger, cfg.Metrics), // one log line and one measurement per call
-		traced,                           // one span per call; the traceparent when allowed
-		guard(base, c.errs),              // only the system's own origin
-		translate(c.errs),                // failures become *core.Error
-		withRetry(retry),                 // more attempts, and one more with a fresh token
-		withBreaker(cb),                  // each attempt: refused while open, judged after
-		countAttempt,                     // the attempts and statuses the call tells
-		withTimeout(timeout),             // the attempt's time-out, until its body is closed
-		withLimit(lim, cfg.Metrics),      // requests per minute
-		withAuth(c.auth),                 // credentials
+		observe(cfg.Logger, cfg.Metrics),     // one log line and one measurement per call
+		traced,                               // one span per call; the traceparent when allowed
+		guard(base, c.errs),                  // only the system's own origin
+		translate(c.errs),                    // failures become *core.Error
+		withRetry(retry),                     // more attempts, and one more with a fresh token
+		withBreaker(cb),                      // each attempt: refused while open, judged after
+		countAttempt,                         // the attempts and statuses the call tells
+		withLimit(lim, timeout, cfg.Metrics), // requests per minute: our queue, at most the time-out
+		withTimeout(timeout),                 // the EHR's time-out, from the send until the body is closed
+		withAuth(c.auth),                     // credentials
 	)
 	return c, nil
 }

@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// withTimeout gives each attempt d: it covers the layers below (the
-// limiter's wait, the token, the exchange) and the reading of the
+// withTimeout gives each attempt d from the moment it is sent: it covers
+// the layers below (the token, the exchange) and the reading of the
 // answer's body, which stays readable after Do returns (closing it ends
-// the attempt). It tells the caller's end from the attempt's: a network
+// the attempt). The rate limiter's wait lies above it (withLimit): our own
+// queueing never takes from the EHR's time, so it is never reported as the
+// EHR's time-out nor counted by the breaker. It tells the caller's end from the attempt's: a network
 // failure past the attempt's deadline (or the caller's) is a time-out;
 // any failure after the caller cancelled, or after the caller's deadline
 // before the exchange, is the caller's.

@@ -10,11 +10,13 @@ import (
 )
 
 // entry is one resource of a search answer; index is its place in the
-// page, for messages.
+// page, for messages; date is the server's clock when it answered with it
+// (the page's HTTP Date; zero when none).
 type entry struct {
 	typ, id, mode string
 	raw           json.RawMessage
 	index         int
+	date          time.Time
 }
 
 // matched reports whether e is a match of the search (not an include).
@@ -35,7 +37,7 @@ func (c *Client) entries(b bundle) ([]entry, error) {
 		if hdr.ResourceType == "OperationOutcome" {
 			continue
 		}
-		entries = append(entries, entry{typ: hdr.ResourceType, id: hdr.ID, mode: e.Search.Mode, raw: e.Resource, index: i})
+		entries = append(entries, entry{typ: hdr.ResourceType, id: hdr.ID, mode: e.Search.Mode, raw: e.Resource, index: i, date: b.date})
 	}
 	return entries, nil
 }

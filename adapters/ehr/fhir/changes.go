@@ -46,26 +46,42 @@ var _ ehr.ChangeFeed = (*Scheduler)(nil)
 // not apply _sort or _lastUpdated (its self link leaves them out, or its
 // matches come out of order or before since) is read to the end — at most
 // MaxScan matches, else CodeListingInexact — and sorted here.
-func (s *Scheduler) AppointmentChanges(ctx context.Context, since time.Time, limit int) ([]ehr.AppointmentChange, bool, error) {
+//
+// The batch's Clock is the server's HTTP Date of the last page read (the
+// latest of them): the EHR's own clock when it answered, which the
+// poller's watermark never passes.
+func (s *Scheduler) AppointmentChanges(ctx context.Context, since time.Time, limit int) (ehr.ChangeBatch, error) {
 	n := max(limit, 1)
-	var out []ehr.AppointmentChange
+	var (
+		out   []ehr.AppointmentChange
+		clock time.Time
+	)
 	from := since
 	for range maxScanPages {
 		r, err := s.changesRound(ctx, from, n+1-len(out))
 		if err != nil {
-			return nil, false, err
+			return ehr.ChangeBatch{}, err
 		}
 		if r.fullRead {
 			return s.changesFullRead(ctx, since, n)
 		}
+		clock = latest(clock, r.clock)
 		out = append(out, r.changes...)
 		if !r.more || len(out) > n {
 			cut, more := ehrclient.CutChanges(out, n)
-			return cut, more || r.more, nil
+			return ehr.ChangeBatch{Changes: cut, More: more || r.more, Clock: clock}, nil
 		}
 		from = r.through
 	}
-	return nil, false, s.c.paging(CodeListingInexact, fmt.Sprintf("needs more than %d searches for one batch of appointment changes", maxScanPages))
+	return ehr.ChangeBatch{}, s.c.paging(CodeListingInexact, fmt.Sprintf("needs more than %d searches for one batch of appointment changes", maxScanPages))
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // changesQuery is the change search from (the zero time: from the first),
@@ -91,6 +107,7 @@ type changesRound struct {
 	more     bool      // the server holds changes after through
 	through  time.Time // the last instant read whole
 	fullRead bool      // the server did not apply _sort or _lastUpdated
+	clock    time.Time // the server's Date of its last page (zero: none)
 }
 
 // changesRound searches the changes after from, a page of up to want
@@ -104,6 +121,7 @@ func (s *Scheduler) changesRound(ctx context.Context, from time.Time, want int) 
 		marks []changeMark
 	)
 	_, err := s.c.searchPages(ctx, "Appointment", q, false, func(b bundle, entries []entry) (bool, error) {
+		r.clock = latest(r.clock, b.date)
 		if !selfApplied(b, q, "_sort", "_lastUpdated") {
 			r.fullRead = true
 			return false, nil
@@ -178,9 +196,13 @@ func selfApplied(b bundle, q url.Values, keys ...string) bool {
 // changesFullRead reads every change after since (a server that does not
 // sort them or filter them by time), at most MaxScan, and cuts the sorted
 // list at n.
-func (s *Scheduler) changesFullRead(ctx context.Context, since time.Time, n int) ([]ehr.AppointmentChange, bool, error) {
-	var out []ehr.AppointmentChange
+func (s *Scheduler) changesFullRead(ctx context.Context, since time.Time, n int) (ehr.ChangeBatch, error) {
+	var (
+		out   []ehr.AppointmentChange
+		clock time.Time
+	)
 	_, err := s.c.searchAll(ctx, "Appointment", changesQuery(since, changesPageSize), func(e entry) error {
+		clock = latest(clock, e.date)
 		for _, m := range s.changeMarks([]entry{e}, since) {
 			if m.change != nil && m.at.After(since) {
 				out = append(out, *m.change)
@@ -189,11 +211,11 @@ func (s *Scheduler) changesFullRead(ctx context.Context, since time.Time, n int)
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
+		return ehr.ChangeBatch{}, err
 	}
 	ehrclient.SortChanges(out)
 	cut, more := ehrclient.CutChanges(out, n)
-	return cut, more, nil
+	return ehr.ChangeBatch{Changes: cut, More: more, Clock: clock}, nil
 }
 
 // changeMarks reads the Appointments of a page: those without a

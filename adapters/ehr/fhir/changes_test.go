@@ -97,10 +97,10 @@ func TestAppointmentChanges_AsksForTheChangesAfterSinceSortedAndBounded(t *testi
 	f := newFakeFHIR(t)
 	s := newScheduler(t, f, 0)
 	since := time.Date(2030, 5, 6, 7, 8, 9, 123456789, time.FixedZone("", 2*3600))
-	if _, _, err := s.AppointmentChanges(t.Context(), time.Time{}, 500); err != nil {
+	if _, err := s.AppointmentChanges(t.Context(), time.Time{}, 500); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AppointmentChanges(t.Context(), since, 5); err != nil {
+	if _, err := s.AppointmentChanges(t.Context(), since, 5); err != nil {
 		t.Fatal(err)
 	}
 	qs := changeSearches(f)
@@ -144,10 +144,11 @@ func TestAppointmentChanges_SkipsUnusableAppointmentsAndLogsNoPatientData(t *tes
 	f.mu.Unlock()
 	last := f.add(appointmentResource(good))
 
-	cs, more, err := s.AppointmentChanges(t.Context(), time.Time{}, 100)
-	if err != nil || more {
-		t.Fatalf("AppointmentChanges: more %v, %v", more, err)
+	b, err := s.AppointmentChanges(t.Context(), time.Time{}, 100)
+	if err != nil || b.More {
+		t.Fatalf("AppointmentChanges: more %v, %v", b.More, err)
 	}
+	cs := b.Changes
 	var ids []string
 	for _, c := range cs {
 		ids = append(ids, c.Appointment.ID)
@@ -166,8 +167,8 @@ func TestAppointmentChanges_SkipsUnusableAppointmentsAndLogsNoPatientData(t *tes
 		}
 	}
 	// From the last change: nothing, though the skipped ones are still there.
-	if cs, more, err := s.AppointmentChanges(t.Context(), cs[len(cs)-1].Appointment.UpdatedAt, 100); err != nil || more || len(cs) != 0 {
-		t.Errorf("from the last change: %d changes, more %v, %v; want none", len(cs), more, err)
+	if b, err := s.AppointmentChanges(t.Context(), cs[len(cs)-1].Appointment.UpdatedAt, 100); err != nil || b.More || len(b.Changes) != 0 {
+		t.Errorf("from the last change: %d changes, more %v, %v; want none", len(b.Changes), b.More, err)
 	}
 }
 
@@ -184,7 +185,8 @@ func TestAppointmentChanges_VersionAndRef(t *testing.T) {
 	f.mu.Lock()
 	f.find("Appointment", noVersion)["meta"] = map[string]any{"lastUpdated": "2031-02-03T04:05:06.789+01:00"}
 	f.mu.Unlock()
-	cs, _, err := s.AppointmentChanges(t.Context(), time.Time{}, 10)
+	b, err := s.AppointmentChanges(t.Context(), time.Time{}, 10)
+	cs := b.Changes
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("AppointmentChanges: %d changes, %v", len(cs), err)
 	}
@@ -221,10 +223,11 @@ func TestAppointmentChanges_ChangesOfOneInstantAreNeverSplit(t *testing.T) {
 			var got []string
 			var since time.Time
 			for calls := 0; ; calls++ {
-				cs, more, err := s.AppointmentChanges(t.Context(), since, 2)
+				b, err := s.AppointmentChanges(t.Context(), since, 2)
 				if err != nil || calls > 20 {
 					t.Fatalf("call %d: %v", calls, err)
 				}
+				cs, more := b.Changes, b.More
 				for _, c := range cs {
 					got = append(got, c.Appointment.ID)
 				}
@@ -261,10 +264,11 @@ func TestAppointmentChanges_AChangeWhileReadingHidesNoOther(t *testing.T) {
 		}
 		return false
 	}
-	cs, more, err := s.AppointmentChanges(t.Context(), time.Time{}, 100)
-	if err != nil || more {
-		t.Fatalf("AppointmentChanges: more %v, %v", more, err)
+	b, err := s.AppointmentChanges(t.Context(), time.Time{}, 100)
+	if err != nil || b.More {
+		t.Fatalf("AppointmentChanges: more %v, %v", b.More, err)
 	}
+	cs := b.Changes
 	seen := map[string]bool{}
 	for _, c := range cs {
 		seen[c.Appointment.ID] = true
@@ -276,5 +280,40 @@ func TestAppointmentChanges_AChangeWhileReadingHidesNoOther(t *testing.T) {
 	}
 	if l := cs[len(cs)-1]; l.Appointment.ID != ids[0] || l.Appointment.Status != ehr.StatusCheckedIn || l.Version != "2" {
 		t.Errorf("last change %s %s version %s; want %s checked_in version 2", l.Appointment.ID, l.Appointment.Status, l.Version, ids[0])
+	}
+}
+
+// The batch tells the server's clock: the HTTP Date of its answers, the
+// latest when a batch takes several; zero when the server sends none.
+func TestAppointmentChanges_TellsTheServersClock(t *testing.T) {
+	f := newFakeFHIR(t)
+	f.pageSize = 1
+	s := newScheduler(t, f, 0)
+	for i := range 3 {
+		f.add(appointmentResource(ehr.Appointment{AgentID: "prac-1", Start: at(9+i, 0), End: at(9+i, 30)}))
+	}
+	dates := []string{"Wed, 01 Jan 2031 00:00:05 GMT", "Wed, 01 Jan 2031 00:00:07 GMT", "Wed, 01 Jan 2031 00:00:06 GMT"}
+	searches := 0
+	f.intercept = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if r.Method == http.MethodGet && r.URL.Path == "/Appointment" {
+			w.Header().Set("Date", dates[min(searches, len(dates)-1)])
+			searches++
+		}
+		return false
+	}
+	b, err := s.AppointmentChanges(t.Context(), time.Time{}, 100)
+	if err != nil || len(b.Changes) != 3 || searches < 3 {
+		t.Fatalf("AppointmentChanges: %d changes in %d searches, %v", len(b.Changes), searches, err)
+	}
+	if want := time.Date(2031, 1, 1, 0, 0, 7, 0, time.UTC); !b.Clock.Equal(want) {
+		t.Errorf("clock %s, want the latest Date, %s", b.Clock, want)
+	}
+
+	f.intercept = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		w.Header()["Date"] = nil // the server sends no Date
+		return false
+	}
+	if b, err := s.AppointmentChanges(t.Context(), time.Time{}, 100); err != nil || !b.Clock.IsZero() {
+		t.Errorf("without a Date: clock %s, %v; want zero", b.Clock, err)
 	}
 }

@@ -24,6 +24,10 @@ type (
 		Total        *int          `json:"total"`
 		Link         []bundleLink  `json:"link"`
 		Entry        []bundleEntry `json:"entry"`
+		// date is the server's clock when it answered with the Bundle
+		// (its HTTP Date header; zero when it sent none), set by the
+		// paged search.
+		date time.Time
 	}
 	bundleLink struct {
 		Relation string `json:"relation"`

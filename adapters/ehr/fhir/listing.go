@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
@@ -89,6 +90,7 @@ func (c *Client) searchPages(ctx context.Context, typ string, q url.Values, ahea
 		if err != nil {
 			return 0, c.badDecode(err)
 		}
+		b.date = answeredAt(f.resp)
 		next, nextErr := w.next(f.resp, f.target, b)
 		if next != "" && ahead {
 			pending = c.fetchPage(ctx, next)
@@ -108,6 +110,19 @@ func (c *Client) searchPages(ctx context.Context, typ string, q url.Values, ahea
 			pending = c.fetchPage(ctx, next)
 		}
 	}
+}
+
+// answeredAt is the server's clock when it sent resp: its Date header
+// (RFC 9110: to the second), or zero when it sent none or an invalid one.
+func answeredAt(resp *http.Response) time.Time {
+	if resp == nil {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // fetched is the answer to one page's request.

@@ -44,10 +44,13 @@ type (
 // known status is left out and logged (its id and why, nothing about the
 // patient), so it never blocks the feed. A bot without the action (it
 // answers unknown_action) fails with ehr.ErrChangesNotSupported.
-func (c *Client) AppointmentChanges(ctx context.Context, since time.Time, limit int) ([]ehr.AppointmentChange, bool, error) {
+//
+// The protocol does not tell the bot's clock: the batch's Clock is zero,
+// and the poller bounds the watermark by its own clock.
+func (c *Client) AppointmentChanges(ctx context.Context, since time.Time, limit int) (ehr.ChangeBatch, error) {
 	var res wireChanges
 	if err := c.call(ctx, actionChanges, changesPayload{Since: formatTime(since)}, &res); err != nil {
-		return nil, false, err
+		return ehr.ChangeBatch{}, err
 	}
 	out := make([]ehr.AppointmentChange, 0, len(res.Items))
 	for _, raw := range res.Items {
@@ -58,7 +61,7 @@ func (c *Client) AppointmentChanges(ctx context.Context, since time.Time, limit 
 	}
 	ehrclient.SortChanges(out)
 	cut, more := ehrclient.CutChanges(out, limit)
-	return cut, more, nil
+	return ehr.ChangeBatch{Changes: cut, More: more}, nil
 }
 
 // change reads one item of appointments.changes; false (and a log line)

@@ -44,7 +44,7 @@ func TestClient_ChangeFeedContract(t *testing.T) {
 func TestClient_AppointmentChangesOfABotWithoutTheAction(t *testing.T) {
 	srv := wsbottest.Start(t, wsbottest.WithoutChanges())
 	c := newClient(t, srv.URL(), nil)
-	_, _, err := c.AppointmentChanges(t.Context(), time.Time{}, 10)
+	_, err := c.AppointmentChanges(t.Context(), time.Time{}, 10)
 	if !errors.Is(err, ehr.ErrChangesNotSupported) {
 		t.Fatalf("AppointmentChanges of a bot without the action: %v; want ErrChangesNotSupported", err)
 	}
@@ -82,10 +82,11 @@ func TestClient_AppointmentChangesSkipsUnusableItemsAndLogsNoPatientData(t *test
 	backwardsID := srv.AddAppointment(backwards)
 	last := srv.AddAppointment(good)
 
-	cs, more, err := c.AppointmentChanges(t.Context(), time.Time{}, 100)
-	if err != nil || more {
-		t.Fatalf("AppointmentChanges: more %v, %v", more, err)
+	b, err := c.AppointmentChanges(t.Context(), time.Time{}, 100)
+	if err != nil || b.More || !b.Clock.IsZero() {
+		t.Fatalf("AppointmentChanges: more %v, clock %v, %v; want all, and no clock (the protocol tells none)", b.More, b.Clock, err)
 	}
+	cs := b.Changes
 	var ids []string
 	for _, ch := range cs {
 		ids = append(ids, ch.Appointment.ID)

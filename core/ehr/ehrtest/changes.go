@@ -37,7 +37,9 @@ import (
 //     only when more than max changes share one instant), more is true
 //     until the last call, and every change comes exactly once;
 //   - an appointment booked through the Scheduler (CreateAppointment with
-//     a Ref) carries that Ref in the feed; one booked directly has none.
+//     a Ref) carries that Ref in the feed; one booked directly has none;
+//   - the EHR's clock, when the feed tells it (ChangeBatch.Clock), is not
+//     before the changes of its answer, to its second.
 
 // ChangeFeedBackend is one ChangeFeed under test with ways to change its
 // appointments directly in the EHR.
@@ -149,11 +151,12 @@ func (e *feedEnv) read(max int) []ehr.AppointmentChange {
 		if call > 1000 {
 			e.t.Fatal("the feed still reports more after 1000 calls")
 		}
-		cs, more, err := e.b.Feed.AppointmentChanges(e.ctx, e.since, max)
+		b, err := e.b.Feed.AppointmentChanges(e.ctx, e.since, max)
 		if err != nil {
 			e.t.Fatalf("AppointmentChanges(%s, %d): %v", e.since.Format(time.RFC3339Nano), max, err)
 		}
-		e.checkBatch(cs, max)
+		e.checkBatch(b, max)
+		cs, more := b.Changes, b.More
 		for _, c := range cs {
 			if e.mine[c.Appointment.ID] {
 				mine = append(mine, c)
@@ -172,9 +175,23 @@ func (e *feedEnv) read(max int) []ehr.AppointmentChange {
 }
 
 // checkBatch checks one call's answer: at most max (unless they share one
-// instant), each after since, oldest first, each with a version.
-func (e *feedEnv) checkBatch(cs []ehr.AppointmentChange, max int) {
+// instant), each after since, oldest first, each with a version; and the
+// EHR's clock, when told, is this machine's (the backends run here) and
+// not before any change it answers (within the second a Date tells).
+func (e *feedEnv) checkBatch(b ehr.ChangeBatch, max int) {
 	e.t.Helper()
+	cs := b.Changes
+	if !b.Clock.IsZero() {
+		if off := time.Since(b.Clock); off < -time.Minute || off > time.Minute {
+			e.t.Errorf("the EHR's clock %s is %v off this machine's", b.Clock.Format(time.RFC3339Nano), off)
+		}
+		for _, c := range cs {
+			if c.Appointment.UpdatedAt.After(b.Clock.Add(time.Second)) {
+				e.t.Errorf("change of %s at %s is after the EHR's clock %s", c.Appointment.ID,
+					c.Appointment.UpdatedAt.Format(time.RFC3339Nano), b.Clock.Format(time.RFC3339Nano))
+			}
+		}
+	}
 	if len(cs) > max && !cs[0].Appointment.UpdatedAt.Equal(cs[len(cs)-1].Appointment.UpdatedAt) {
 		e.t.Errorf("AppointmentChanges(max %d) returned %d changes of different instants", max, len(cs))
 	}
@@ -267,12 +284,13 @@ func (s feedSuite) paging(t *testing.T) {
 	var got []string
 	calls := 0
 	for {
-		cs, more, err := e.b.Feed.AppointmentChanges(e.ctx, e.since, limit)
+		b, err := e.b.Feed.AppointmentChanges(e.ctx, e.since, limit)
 		if err != nil {
 			t.Fatalf("AppointmentChanges(max %d): %v", limit, err)
 		}
 		calls++
-		e.checkBatch(cs, limit)
+		e.checkBatch(b, limit)
+		cs, more := b.Changes, b.More
 		for _, c := range cs {
 			if e.mine[c.Appointment.ID] {
 				got = append(got, c.Appointment.ID)

@@ -63,6 +63,20 @@ func (s *Server) MoveAppointment(id string, start, end time.Time) bool {
 	return ok
 }
 
+// StampAppointment sets appointment id's updatedAt to at, as an EHR whose
+// clock went wrong (or a bad import) does: a time far in the future, say.
+// The bot's own clock is not moved: the changes after it are stamped now,
+// as before. False when there is no such appointment.
+func (s *Server) StampAppointment(id string, at time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ap, ok := s.appts[id]
+	if ok {
+		ap.updatedAt = at.UTC()
+	}
+	return ok
+}
+
 func (s *Server) changes(payload json.RawMessage) (any, *protoError) {
 	var p struct {
 		Since string `json:"since"`

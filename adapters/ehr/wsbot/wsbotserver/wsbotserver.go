@@ -46,7 +46,9 @@
 //   - every change of an appointment (through the protocol or the
 //     methods AddAppointment, MoveAppointment and SetAppointmentStatus,
 //     as the EHR's own screens) sets its updatedAt to now, to the
-//     millisecond and strictly later than the change before;
+//     millisecond and strictly later than the change before
+//     (StampAppointment sets one's updatedAt to any time, as a clock gone
+//     wrong does, without moving the bot's);
 //     appointments.changes answers {items} — every appointment whose
 //     updatedAt is after since (RFC 3339; absent: all), in no particular
 //     order (the client sorts).
