@@ -34,7 +34,6 @@ func sealed(t *testing.T, sealer *webhook.Sealer, sub string) (string, []byte) {
 	return text, sealer.Seal(sub, raw)
 }
 
-
 // A practice's delivery (Guarded) never connects to a loopback address,
 // by IP or by a name that resolves there; the operator's does, and so
 // does a practice's with AllowPrivate.

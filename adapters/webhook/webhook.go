@@ -109,7 +109,6 @@ func AllowPrivate(allow bool) Option { return func(o *options) { o.allowPrivate 
 // inject one; nil: net.DefaultResolver).
 func WithResolver(r event.Resolver) Option { return func(o *options) { o.resolver = r } }
 
-
 // Sign returns the webhook-signature header value of a delivery of body
 // as event id at Unix time ts under secret (the decoded bytes after
 // "whsec_"): "v1," followed by the standard, padded base64 of

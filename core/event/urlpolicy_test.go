@@ -12,7 +12,9 @@ import (
 
 type resolverFunc func(host string) ([]netip.Addr, error)
 
-func (f resolverFunc) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) { return f(host) }
+func (f resolverFunc) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return f(host)
+}
 
 func TestURLPolicy_RefusesRequestForgery(t *testing.T) {
 	dns := resolverFunc(func(host string) ([]netip.Addr, error) {
