@@ -84,12 +84,6 @@ func (w *Webhooks) All(ctx context.Context) ([]event.Subscription, error) {
 	return subs, nil
 }
 
-// List returns a page of business's subscriptions, newest first, and
-// their count.
-func (w *Webhooks) List(ctx context.Context, business string, p event.PageRequest) ([]event.Subscription, int, error) {
-	return w.listOf(ctx, business, p)
-}
-
 // Reseal replaces the sealed secret of every subscription (and its
 // previous secret, while a rotation keeps one) with what reseal returns
 // for it, in one transaction that locks the subscriptions. A subscription

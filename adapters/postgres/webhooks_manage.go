@@ -52,9 +52,9 @@ func (w *Webhooks) Create(ctx context.Context, sub *event.Subscription) error {
 	return nil
 }
 
-// ListOf returns a page of business's subscriptions, newest first, and
-// their count (event.Store's List; List is the operator's, of all).
-func (w *Webhooks) listOf(ctx context.Context, business string, p event.PageRequest) ([]event.Subscription, int, error) {
+// List returns a page of business's subscriptions, newest first, and
+// their count (All is the operator's list, of every business).
+func (w *Webhooks) List(ctx context.Context, business string, p event.PageRequest) ([]event.Subscription, int, error) {
 	bu, ok := parseUUID(business)
 	if !ok {
 		return nil, 0, nil

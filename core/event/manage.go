@@ -292,7 +292,8 @@ func (m *Manager) Deliveries(ctx context.Context, business, id string, state Sta
 	return Page[DeliveryRecord]{Items: recs, TotalCount: total, Page: p.Page, Limit: p.Limit}, nil
 }
 
-// enabled returns the subscription when it is enabled, else ErrDisabled.
+// enabled is nil when business's subscription id is enabled, else
+// ErrDisabled (or ErrSubscriptionNotFound).
 func (m *Manager) enabled(ctx context.Context, business, id string) error {
 	s, err := m.store.Get(ctx, business, id)
 	if err != nil {
