@@ -62,7 +62,13 @@ func (p URLPolicy) Check(ctx context.Context, raw string) error {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return ErrURLNotAllowed.WithMessage("Webhook URL not allowed: localhost")
 	}
-	if a, err := netip.ParseAddr(host); err == nil {
+	a, err := netip.ParseAddr(host)
+	if err != nil && numeric(host) {
+		// 127.1, 0x7f000001, 2130706433: IPv4 in forms some resolvers
+		// read as addresses; no host name looks like that.
+		return ErrURLNotAllowed.WithMessage("Webhook URL not allowed: write an IP address in dotted decimal form")
+	}
+	if err == nil {
 		if Forbidden(a) {
 			return ErrURLNotAllowed.WithMessage("Webhook URL not allowed: %s is a loopback, private, link-local or unspecified address", a)
 		}
@@ -83,6 +89,24 @@ func (p URLPolicy) Check(ctx context.Context, raw string) error {
 		}
 	}
 	return nil
+}
+
+// numeric reports whether host is made only of digits, dots and hex
+// digits after "0x": an IPv4 address in a form other than dotted decimal.
+func numeric(host string) bool {
+	for _, label := range strings.Split(host, ".") {
+		digits := strings.TrimPrefix(label, "0x")
+		if digits == "" {
+			return false
+		}
+		for _, c := range digits {
+			isHex := c >= 'a' && c <= 'f'
+			if !(c >= '0' && c <= '9') && !(isHex && digits != label) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // special are ranges beyond those netip classifies that no receiver of a
