@@ -219,7 +219,10 @@ const DisableAfter = 24 * time.Hour
 // Settle records the outcomes of claimed deliveries in one statement
 // (planned for its values, as Claim). An outcome of an attempt whose lease
 // ended and which another instance claimed since is dropped, unless it
-// delivered. It also keeps each subscription's run of failures: the first
+// delivered, and so is one of an attempt claimed before a retry or replay
+// asked for the delivery again (requeued_at later than the claim's
+// updated_at): the delivery stays due. It also keeps each subscription's
+// run of failures: the first
 // failed attempt after a success starts one (failing_since), a success
 // ends it, and a failure when it has lasted DisableAfter disables the
 // subscription (its pending deliveries fail; OnDisabled is told). Only
@@ -251,6 +254,7 @@ func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
 			FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
 				AS o(id, attempt, state, next_at, status, err)
 			WHERE d.id = o.id AND d.state = 'pending' AND (o.state = 'delivered' OR d.attempts = o.attempt)
+			  AND (d.requeued_at IS NULL OR d.requeued_at <= d.updated_at)
 			RETURNING d.subscription_id AS sub, o.state = 'delivered' AS ok),
 		runs AS (SELECT sub, bool_or(ok) AS ok FROM s GROUP BY sub),
 		changed AS (

@@ -231,7 +231,10 @@ func (w *Webhooks) Deliveries(ctx context.Context, business, id string, state ev
 }
 
 // Retry makes delivery of business's subscription id pending and due now;
-// its retries run for a day from now.
+// its retries run for a day from now. requeued_at (clock_timestamp, after
+// the updated_at of this transaction) tells Settle that an attempt in
+// flight was claimed before the request: its outcome is dropped, and the
+// delivery is sent again.
 func (w *Webhooks) Retry(ctx context.Context, business, id string, delivery int64) error {
 	bu, su, ok := ids(business, id)
 	if !ok {
@@ -239,7 +242,7 @@ func (w *Webhooks) Retry(ctx context.Context, business, id string, delivery int6
 	}
 	err := audited(ctx, w.db, func(tx pgx.Tx) (string, string, error) {
 		tag, err := tx.Exec(ctx, `
-			UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = now(), requeued_at = now(), updated_at = now()
+			UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = now(), requeued_at = clock_timestamp(), updated_at = now()
 			FROM webhook_subscriptions s
 			WHERE d.id = $3 AND d.subscription_id = $2 AND s.id = $2 AND s.business_id = $1`, bu, su, delivery)
 		if err == nil && tag.RowsAffected() == 0 {
@@ -283,7 +286,7 @@ func (w *Webhooks) Replay(ctx context.Context, business, id string, since, until
 				INSERT INTO webhook_deliveries (event_seq, subscription_id, next_attempt_at, requeued_at)
 				SELECT seq, $2, now() + (n - 1) * interval '1 microsecond', now() FROM e
 				ON CONFLICT (event_seq, subscription_id) DO UPDATE SET state = 'pending',
-					next_attempt_at = EXCLUDED.next_attempt_at, requeued_at = now(), updated_at = now()
+					next_attempt_at = EXCLUDED.next_attempt_at, requeued_at = clock_timestamp(), updated_at = now()
 				RETURNING 1)
 			SELECT count(*) FROM q`, bu, su, since, until, string(core.WebhookTest), types).Scan(&n)
 		if err == nil {

@@ -137,3 +137,40 @@ func TestIntegrationWebhooks_ManagedWithinOneBusiness(t *testing.T) {
 		t.Fatalf("log: %d of %d, %v; newest %+v", len(recs), total, err, recs)
 	}
 }
+
+// A retry asked for while an attempt is in flight is not lost when that
+// attempt settles: the delivery stays pending and due.
+func TestIntegrationWebhooks_RetryDuringAnAttemptIsKept(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	hooks := db.Webhooks()
+	biz := core.NewUUID()
+	if _, err := db.Pool().Exec(ctx, `INSERT INTO businesses (id, owner_subject, name, email) VALUES ($1, 'o', 'C', 'c@example.com')`, biz); err != nil {
+		t.Fatal(err)
+	}
+	sub := subscribe(t, db, biz, "*")
+	emitEvent(t, db, core.BusinessEvent(biz))
+	ds, err := hooks.Claim(ctx, nil, 16, time.Minute)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim: %d, %v", len(ds), err)
+	}
+	if err := hooks.Retry(ctx, biz, sub.ID, ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := hooks.Settle(ctx, []event.Outcome{{ID: ds[0].ID, Attempt: ds[0].Attempt, State: event.Delivered,
+		Result: event.Result{Status: 204}}}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := hooks.Claim(ctx, nil, 16, time.Minute)
+	if err != nil || len(again) != 1 || again[0].EventID != ds[0].EventID || again[0].Attempt != 2 {
+		t.Fatalf("after the retry and the earlier attempt's settle: %+v, %v", again, err)
+	}
+	if err := hooks.Settle(ctx, []event.Outcome{{ID: again[0].ID, Attempt: again[0].Attempt, State: event.Delivered,
+		Result: event.Result{Status: 204}}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := hooks.Deliveries(ctx, biz, sub.ID, event.Delivered, event.PageRequest{Page: 1, Limit: 10})
+	if err != nil || len(recs) != 1 || recs[0].Attempts != 2 {
+		t.Fatalf("log after the retried attempt: %+v, %v", recs, err)
+	}
+}
