@@ -314,12 +314,14 @@ func TestIntegrationWebhooksAPI_DisabledAfterADayOfFailures(t *testing.T) {
 	if got.DisabledReason == nil || *got.DisabledReason == "" {
 		t.Fatalf("disabled without a reason: %+v", got)
 	}
-	if page := string(s.do("GET", "/metrics", "", nil).body); !strings.Contains(page, "carebridge_webhook_subscriptions_disabled_total 1") {
-		t.Error("the disabling is not counted")
-	}
-	if d := api.deliveries(sub.ID, "?status=pending"); len(d) != 0 {
-		t.Errorf("pending deliveries of a disabled subscription: %+v", d)
-	}
+	// Counted, and its pending deliveries failed, right after the commit
+	// that disabled it.
+	eventually(t, 10*time.Second, "the disabling counted", func() bool {
+		return strings.Contains(string(s.do("GET", "/metrics", "", nil).body), "carebridge_webhook_subscriptions_disabled_total 1")
+	})
+	eventually(t, 10*time.Second, "no pending delivery of a disabled subscription", func() bool {
+		return len(api.deliveries(sub.ID, "?status=pending")) == 0
+	})
 	touch(s, biz, owner)
 	if n := len(api.deliveries(sub.ID, "")); n != 1 {
 		t.Fatalf("%d deliveries after an event while disabled, want still 1", n)
