@@ -23,7 +23,7 @@ const (
 	practiceWait     = 60 * time.Second // longest wait for the last delivery
 )
 
-var practiceRates = []int{10, 20, 40, 80} // events/s of the paced runs (×50 deliveries)
+var practiceRates = []int{20, 50, 100, 150, 200} // events/s of the paced runs (×50 deliveries)
 
 // BenchmarkWebhooksPractice measures delivery to the subscriptions of one
 // practice: the real service (WEBHOOK_ALLOW_PRIVATE=true, the receiver on
@@ -101,11 +101,11 @@ func BenchmarkWebhooksPractice(b *testing.B) {
 	b.ReportMetric(ceiling, "ceiling-events/s")
 }
 
-// practicePaced is sqlPaced for rates under 100/s too: a transaction of
-// rate·tick events every tick, tick at least 10 ms and at most 1/rate.
+// practicePaced is sqlPaced at any rate: a transaction of ⌈rate/100⌉
+// events every ⌈rate/100⌉/rate s (10 ms or more).
 func practicePaced(ctx context.Context, b *testing.B, pool *pgxpool.Pool, biz string, rate int, d time.Duration) eventRun {
-	tick := max(10*time.Millisecond, time.Second/time.Duration(rate))
-	per := max(int(float64(rate)*tick.Seconds()), 1)
+	per := (rate + 99) / 100 // events per transaction: a tick of 10 ms or more
+	tick := time.Duration(float64(per) / float64(rate) * float64(time.Second))
 	ticks := int(d / tick)
 	r := eventRun{rate: rate, sent: per * ticks, start: time.Now()}
 	for i := range ticks {
