@@ -79,6 +79,13 @@ type Config struct {
 	// Events tunes webhook delivery; zero fields take the contract's
 	// defaults (tests shorten them).
 	Events event.Config
+	// WebhookAllowPrivate (WEBHOOK_ALLOW_PRIVATE) lets the webhooks a
+	// practice makes target loopback and private addresses, and http.
+	WebhookAllowPrivate bool
+	// WebhookResolver resolves receivers' host names for the forgery
+	// checks, at creation and on every connection (nil: the system's
+	// resolver; tests inject one).
+	WebhookResolver event.Resolver
 	// Sync tunes the pollers of EHR sync (the systems with sync on in the
 	// EHR systems file); zero fields take the defaults.
 	Sync SyncTuning
@@ -272,6 +279,7 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Search:             countCacheHits(search, newSearchCacheMetrics(registry)),
 		Scheduling:         a.scheduling,
 		Links:              a.personLinks,
+		Webhooks:           a.events.manager,
 		Tenancy:            ehr.NewTenancy(a.ehrs, newMemberships(a.db.Members())),
 		Registry:           registry,
 		Tracer:             cfg.Tracing.Provider,

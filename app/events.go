@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,8 @@ type events struct {
 	relay      *event.Relay       // nil without NATS
 	nats       *nats.Publisher    // nil without NATS
 	purged     prometheus.Counter
+	// manager is the webhooks practices manage (/api/v1/webhooks).
+	manager *event.Manager
 }
 
 // How often each instance purges delivered events past their retention.
@@ -44,7 +47,9 @@ func newEvents(ctx context.Context, cfg Config, keys Keys, db *postgres.Store, l
 		Help: "Events published to NATS JetStream."})
 	e.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_events_purged_total",
 		Help: "Events removed from the outbox after their retention."})
-	reg.MustRegister(deliveries, lag, published, e.purged)
+	disabled := prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_webhook_subscriptions_disabled_total",
+		Help: "Webhook subscriptions disabled because every delivery failed for 24 hours."})
+	reg.MustRegister(deliveries, lag, published, e.purged, disabled)
 
 	dcfg := cfg.Events
 	dcfg.OnSettle = func(d event.Delivery, o event.Outcome) {
@@ -68,7 +73,18 @@ func newEvents(ctx context.Context, cfg Config, keys Keys, db *postgres.Store, l
 		return nil, err
 	}
 	e.queue = queue
-	var sender event.Sender = webhook.New(sealer, dcfg.Timeout)
+	queue.OnDisabled = func(ids []string) {
+		disabled.Add(float64(len(ids)))
+		log.Warn("webhook subscriptions disabled: every delivery failed for 24 hours", "subscriptions", ids)
+	}
+	var resolver event.Resolver = net.DefaultResolver
+	if cfg.WebhookResolver != nil {
+		resolver = cfg.WebhookResolver
+	}
+	e.manager = event.NewManager(db.Webhooks(), webhook.Secrets{Sealer: sealer}, db.Members(),
+		event.URLPolicy{AllowPrivate: cfg.WebhookAllowPrivate, Resolver: resolver})
+	var sender event.Sender = webhook.New(sealer, dcfg.Timeout,
+		webhook.AllowPrivate(cfg.WebhookAllowPrivate), webhook.WithResolver(resolver))
 	if t := tracerOf(cfg.Tracing.Provider); t != nil {
 		sender = tracedSender{Sender: sender, tracer: t}
 	}

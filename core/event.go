@@ -27,6 +27,11 @@ const (
 	BusinessUpdated          EventType = "business.updated"
 )
 
+// WebhookTest is the event POST /api/v1/webhooks/{id}/test delivers to
+// that one subscription: never emitted by a change, never subscribed to
+// (it is not in EventTypes), never published to the message stream.
+const WebhookTest EventType = "webhook.test"
+
 // EventTypes lists every event type, in the contract's order.
 var EventTypes = []EventType{AppointmentBooked, AppointmentCancelled, AppointmentRescheduled, AppointmentStatusChanged,
 	BlobUploaded, BlobDeleted, LocationCreated, LocationUpdated, OperatingHoursChanged, BusinessUpdated}
@@ -81,6 +86,11 @@ type LocationData struct {
 // BusinessData is the data of business.updated.
 type BusinessData struct {
 	BusinessID string
+}
+
+// WebhookTestData is the data of webhook.test: the subscription tested.
+type WebhookTestData struct {
+	WebhookID string
 }
 
 // NewEvent returns an event of type t that occurs now, with a fresh id.

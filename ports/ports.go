@@ -4,10 +4,12 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -78,3 +80,20 @@ type Links interface {
 }
 
 var _ Links = (*ehr.Links)(nil)
+
+// Webhooks is the use case of the webhooks a practice manages itself
+// (core/event.Manager): every call acts for one business, the acting one.
+type Webhooks interface {
+	Create(ctx context.Context, in event.NewWebhook) (event.Created, error)
+	List(ctx context.Context, business string, p event.PageRequest) (event.Page[event.Subscription], error)
+	Get(ctx context.Context, business, id string) (event.Subscription, error)
+	Update(ctx context.Context, business, id string, e event.WebhookEdit) (event.Subscription, error)
+	Delete(ctx context.Context, business, id string) error
+	RotateSecret(ctx context.Context, business, id string) (string, error)
+	Deliveries(ctx context.Context, business, id string, state event.State, p event.PageRequest) (event.Page[event.DeliveryRecord], error)
+	Retry(ctx context.Context, business, id string, delivery int64) error
+	Replay(ctx context.Context, business, id string, since, until time.Time) (int, error)
+	Test(ctx context.Context, business, id string) (core.Event, error)
+}
+
+var _ Webhooks = (*event.Manager)(nil)

@@ -7,6 +7,9 @@ set -euo pipefail
 
 export HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
 export AUTH_DEV_MODE=${AUTH_DEV_MODE:-true}
+# The demo's webhook receiver (carebridge dev-receiver) is on loopback: let the
+# webhooks a practice makes by API reach it (never in production).
+export WEBHOOK_ALLOW_PRIVATE=${WEBHOOK_ALLOW_PRIVATE:-true}
 export CLOUD_STORAGE_CONNECTION_STRING=${CLOUD_STORAGE_CONNECTION_STRING:-file://./data/blobs}
 if [ -z "${DATABASE_URL:-}" ]; then
 	DATABASE_URL=$(bash scripts/dev-postgres.sh)
@@ -127,11 +130,18 @@ Demo business $BUSINESS_ID (location $LOCATION_ID, two providers, hours), owned 
     -d '{"businessLocationId":'$LOCATION_ID',"operatingHours":[{"day":"Tuesday","start_time":"09:00","end_time":"17:00"}]}' \\
     $base/business/operating-hours/add
 
-Events (webhooks): in another terminal, from this folder, subscribe a local receiver and start it;
-it checks each delivery's signature and prints the event (then PATCH the business above):
-  set -a; . data/run.env; set +a
-  bin/carebridge admin add-webhook --url http://127.0.0.1:9000/ --events '*'
-  bin/carebridge dev-receiver --addr 127.0.0.1:9000 --secret <the whsec_… it printed>
+Events (webhooks), made by the practice's owner through the API (the demo sets WEBHOOK_ALLOW_PRIVATE=true
+so a loopback receiver is allowed). Subscribe, then start a receiver in another terminal with the secret
+it answered (shown once); it checks each signature and prints the event (PATCH the business above, or book below):
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+    -d '{"url":"http://127.0.0.1:9000/","events":["*"],"description":"demo receiver"}' $base/api/v1/webhooks
+  bin/carebridge dev-receiver --addr 127.0.0.1:9000 --secret <the whsec_… it answered>
+The delivery log, a replay of the last hour (same event ids), a test event (ID: the subscription's id):
+  curl -sS -H "Authorization: Bearer \$TOKEN" $base/api/v1/webhooks/ID/deliveries
+  curl -sS -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+    -d "{\"since\":\"\$(date -u -d '-1 hour' +%FT%TZ)\",\"until\":\"\$(date -u +%FT%TZ)\"}" $base/api/v1/webhooks/ID/replay
+  curl -sS -X POST -H "Authorization: Bearer \$TOKEN" $base/api/v1/webhooks/ID/test
+(The operator can still subscribe any URL with bin/carebridge admin add-webhook, after: set -a; . data/run.env; set +a)
 
 Health: $base/healthz  Readiness: $base/readyz  Metrics: $base/metrics
 TXT

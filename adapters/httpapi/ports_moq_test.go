@@ -8,9 +8,11 @@ import (
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/core/event"
 	"github.com/carebridge/carebridge/core/storage"
 	"github.com/carebridge/carebridge/ports"
 	"sync"
+	"time"
 )
 
 // Ensure, that StorageMock does implement ports.Storage.
@@ -1696,5 +1698,617 @@ func (mock *LinksMock) ListCalls() []struct {
 	mock.lockList.RLock()
 	calls = mock.calls.List
 	mock.lockList.RUnlock()
+	return calls
+}
+
+// Ensure, that WebhooksMock does implement ports.Webhooks.
+// If this is not the case, regenerate this file with moq.
+var _ ports.Webhooks = &WebhooksMock{}
+
+// WebhooksMock is a mock implementation of ports.Webhooks.
+//
+//	func TestSomethingThatUsesWebhooks(t *testing.T) {
+//
+//		// make and configure a mocked ports.Webhooks
+//		mockedWebhooks := &WebhooksMock{
+//			CreateFunc: func(ctx context.Context, in event.NewWebhook) (event.Created, error) {
+//				panic("mock out the Create method")
+//			},
+//			DeleteFunc: func(ctx context.Context, businessMoqParam string, id string) error {
+//				panic("mock out the Delete method")
+//			},
+//			DeliveriesFunc: func(ctx context.Context, businessMoqParam string, id string, state event.State, p event.PageRequest) (event.Page[event.DeliveryRecord], error) {
+//				panic("mock out the Deliveries method")
+//			},
+//			GetFunc: func(ctx context.Context, businessMoqParam string, id string) (event.Subscription, error) {
+//				panic("mock out the Get method")
+//			},
+//			ListFunc: func(ctx context.Context, businessMoqParam string, p event.PageRequest) (event.Page[event.Subscription], error) {
+//				panic("mock out the List method")
+//			},
+//			ReplayFunc: func(ctx context.Context, businessMoqParam string, id string, since time.Time, until time.Time) (int, error) {
+//				panic("mock out the Replay method")
+//			},
+//			RetryFunc: func(ctx context.Context, businessMoqParam string, id string, delivery int64) error {
+//				panic("mock out the Retry method")
+//			},
+//			RotateSecretFunc: func(ctx context.Context, businessMoqParam string, id string) (string, error) {
+//				panic("mock out the RotateSecret method")
+//			},
+//			TestFunc: func(ctx context.Context, businessMoqParam string, id string) (core.Event, error) {
+//				panic("mock out the Test method")
+//			},
+//			UpdateFunc: func(ctx context.Context, businessMoqParam string, id string, e event.WebhookEdit) (event.Subscription, error) {
+//				panic("mock out the Update method")
+//			},
+//		}
+//
+//		// use mockedWebhooks in code that requires ports.Webhooks
+//		// and then make assertions.
+//
+//	}
+type WebhooksMock struct {
+	// CreateFunc mocks the Create method.
+	CreateFunc func(ctx context.Context, in event.NewWebhook) (event.Created, error)
+
+	// DeleteFunc mocks the Delete method.
+	DeleteFunc func(ctx context.Context, businessMoqParam string, id string) error
+
+	// DeliveriesFunc mocks the Deliveries method.
+	DeliveriesFunc func(ctx context.Context, businessMoqParam string, id string, state event.State, p event.PageRequest) (event.Page[event.DeliveryRecord], error)
+
+	// GetFunc mocks the Get method.
+	GetFunc func(ctx context.Context, businessMoqParam string, id string) (event.Subscription, error)
+
+	// ListFunc mocks the List method.
+	ListFunc func(ctx context.Context, businessMoqParam string, p event.PageRequest) (event.Page[event.Subscription], error)
+
+	// ReplayFunc mocks the Replay method.
+	ReplayFunc func(ctx context.Context, businessMoqParam string, id string, since time.Time, until time.Time) (int, error)
+
+	// RetryFunc mocks the Retry method.
+	RetryFunc func(ctx context.Context, businessMoqParam string, id string, delivery int64) error
+
+	// RotateSecretFunc mocks the RotateSecret method.
+	RotateSecretFunc func(ctx context.Context, businessMoqParam string, id string) (string, error)
+
+	// TestFunc mocks the Test method.
+	TestFunc func(ctx context.Context, businessMoqParam string, id string) (core.Event, error)
+
+	// UpdateFunc mocks the Update method.
+	UpdateFunc func(ctx context.Context, businessMoqParam string, id string, e event.WebhookEdit) (event.Subscription, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Create holds details about calls to the Create method.
+		Create []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// In is the in argument value.
+			In event.NewWebhook
+		}
+		// Delete holds details about calls to the Delete method.
+		Delete []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+		}
+		// Deliveries holds details about calls to the Deliveries method.
+		Deliveries []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+			// State is the state argument value.
+			State event.State
+			// P is the p argument value.
+			P event.PageRequest
+		}
+		// Get holds details about calls to the Get method.
+		Get []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+		}
+		// List holds details about calls to the List method.
+		List []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// P is the p argument value.
+			P event.PageRequest
+		}
+		// Replay holds details about calls to the Replay method.
+		Replay []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+			// Since is the since argument value.
+			Since time.Time
+			// Until is the until argument value.
+			Until time.Time
+		}
+		// Retry holds details about calls to the Retry method.
+		Retry []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+			// Delivery is the delivery argument value.
+			Delivery int64
+		}
+		// RotateSecret holds details about calls to the RotateSecret method.
+		RotateSecret []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+		}
+		// Test holds details about calls to the Test method.
+		Test []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+		}
+		// Update holds details about calls to the Update method.
+		Update []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
+			// ID is the id argument value.
+			ID string
+			// E is the e argument value.
+			E event.WebhookEdit
+		}
+	}
+	lockCreate       sync.RWMutex
+	lockDelete       sync.RWMutex
+	lockDeliveries   sync.RWMutex
+	lockGet          sync.RWMutex
+	lockList         sync.RWMutex
+	lockReplay       sync.RWMutex
+	lockRetry        sync.RWMutex
+	lockRotateSecret sync.RWMutex
+	lockTest         sync.RWMutex
+	lockUpdate       sync.RWMutex
+}
+
+// Create calls CreateFunc.
+func (mock *WebhooksMock) Create(ctx context.Context, in event.NewWebhook) (event.Created, error) {
+	if mock.CreateFunc == nil {
+		panic("WebhooksMock.CreateFunc: method is nil but Webhooks.Create was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		In  event.NewWebhook
+	}{
+		Ctx: ctx,
+		In:  in,
+	}
+	mock.lockCreate.Lock()
+	mock.calls.Create = append(mock.calls.Create, callInfo)
+	mock.lockCreate.Unlock()
+	return mock.CreateFunc(ctx, in)
+}
+
+// CreateCalls gets all the calls that were made to Create.
+// Check the length with:
+//
+//	len(mockedWebhooks.CreateCalls())
+func (mock *WebhooksMock) CreateCalls() []struct {
+	Ctx context.Context
+	In  event.NewWebhook
+} {
+	var calls []struct {
+		Ctx context.Context
+		In  event.NewWebhook
+	}
+	mock.lockCreate.RLock()
+	calls = mock.calls.Create
+	mock.lockCreate.RUnlock()
+	return calls
+}
+
+// Delete calls DeleteFunc.
+func (mock *WebhooksMock) Delete(ctx context.Context, businessMoqParam string, id string) error {
+	if mock.DeleteFunc == nil {
+		panic("WebhooksMock.DeleteFunc: method is nil but Webhooks.Delete was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+	}
+	mock.lockDelete.Lock()
+	mock.calls.Delete = append(mock.calls.Delete, callInfo)
+	mock.lockDelete.Unlock()
+	return mock.DeleteFunc(ctx, businessMoqParam, id)
+}
+
+// DeleteCalls gets all the calls that were made to Delete.
+// Check the length with:
+//
+//	len(mockedWebhooks.DeleteCalls())
+func (mock *WebhooksMock) DeleteCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}
+	mock.lockDelete.RLock()
+	calls = mock.calls.Delete
+	mock.lockDelete.RUnlock()
+	return calls
+}
+
+// Deliveries calls DeliveriesFunc.
+func (mock *WebhooksMock) Deliveries(ctx context.Context, businessMoqParam string, id string, state event.State, p event.PageRequest) (event.Page[event.DeliveryRecord], error) {
+	if mock.DeliveriesFunc == nil {
+		panic("WebhooksMock.DeliveriesFunc: method is nil but Webhooks.Deliveries was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		State            event.State
+		P                event.PageRequest
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+		State:            state,
+		P:                p,
+	}
+	mock.lockDeliveries.Lock()
+	mock.calls.Deliveries = append(mock.calls.Deliveries, callInfo)
+	mock.lockDeliveries.Unlock()
+	return mock.DeliveriesFunc(ctx, businessMoqParam, id, state, p)
+}
+
+// DeliveriesCalls gets all the calls that were made to Deliveries.
+// Check the length with:
+//
+//	len(mockedWebhooks.DeliveriesCalls())
+func (mock *WebhooksMock) DeliveriesCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+	State            event.State
+	P                event.PageRequest
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		State            event.State
+		P                event.PageRequest
+	}
+	mock.lockDeliveries.RLock()
+	calls = mock.calls.Deliveries
+	mock.lockDeliveries.RUnlock()
+	return calls
+}
+
+// Get calls GetFunc.
+func (mock *WebhooksMock) Get(ctx context.Context, businessMoqParam string, id string) (event.Subscription, error) {
+	if mock.GetFunc == nil {
+		panic("WebhooksMock.GetFunc: method is nil but Webhooks.Get was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+	}
+	mock.lockGet.Lock()
+	mock.calls.Get = append(mock.calls.Get, callInfo)
+	mock.lockGet.Unlock()
+	return mock.GetFunc(ctx, businessMoqParam, id)
+}
+
+// GetCalls gets all the calls that were made to Get.
+// Check the length with:
+//
+//	len(mockedWebhooks.GetCalls())
+func (mock *WebhooksMock) GetCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}
+	mock.lockGet.RLock()
+	calls = mock.calls.Get
+	mock.lockGet.RUnlock()
+	return calls
+}
+
+// List calls ListFunc.
+func (mock *WebhooksMock) List(ctx context.Context, businessMoqParam string, p event.PageRequest) (event.Page[event.Subscription], error) {
+	if mock.ListFunc == nil {
+		panic("WebhooksMock.ListFunc: method is nil but Webhooks.List was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		P                event.PageRequest
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		P:                p,
+	}
+	mock.lockList.Lock()
+	mock.calls.List = append(mock.calls.List, callInfo)
+	mock.lockList.Unlock()
+	return mock.ListFunc(ctx, businessMoqParam, p)
+}
+
+// ListCalls gets all the calls that were made to List.
+// Check the length with:
+//
+//	len(mockedWebhooks.ListCalls())
+func (mock *WebhooksMock) ListCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	P                event.PageRequest
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		P                event.PageRequest
+	}
+	mock.lockList.RLock()
+	calls = mock.calls.List
+	mock.lockList.RUnlock()
+	return calls
+}
+
+// Replay calls ReplayFunc.
+func (mock *WebhooksMock) Replay(ctx context.Context, businessMoqParam string, id string, since time.Time, until time.Time) (int, error) {
+	if mock.ReplayFunc == nil {
+		panic("WebhooksMock.ReplayFunc: method is nil but Webhooks.Replay was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		Since            time.Time
+		Until            time.Time
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+		Since:            since,
+		Until:            until,
+	}
+	mock.lockReplay.Lock()
+	mock.calls.Replay = append(mock.calls.Replay, callInfo)
+	mock.lockReplay.Unlock()
+	return mock.ReplayFunc(ctx, businessMoqParam, id, since, until)
+}
+
+// ReplayCalls gets all the calls that were made to Replay.
+// Check the length with:
+//
+//	len(mockedWebhooks.ReplayCalls())
+func (mock *WebhooksMock) ReplayCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+	Since            time.Time
+	Until            time.Time
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		Since            time.Time
+		Until            time.Time
+	}
+	mock.lockReplay.RLock()
+	calls = mock.calls.Replay
+	mock.lockReplay.RUnlock()
+	return calls
+}
+
+// Retry calls RetryFunc.
+func (mock *WebhooksMock) Retry(ctx context.Context, businessMoqParam string, id string, delivery int64) error {
+	if mock.RetryFunc == nil {
+		panic("WebhooksMock.RetryFunc: method is nil but Webhooks.Retry was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		Delivery         int64
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+		Delivery:         delivery,
+	}
+	mock.lockRetry.Lock()
+	mock.calls.Retry = append(mock.calls.Retry, callInfo)
+	mock.lockRetry.Unlock()
+	return mock.RetryFunc(ctx, businessMoqParam, id, delivery)
+}
+
+// RetryCalls gets all the calls that were made to Retry.
+// Check the length with:
+//
+//	len(mockedWebhooks.RetryCalls())
+func (mock *WebhooksMock) RetryCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+	Delivery         int64
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		Delivery         int64
+	}
+	mock.lockRetry.RLock()
+	calls = mock.calls.Retry
+	mock.lockRetry.RUnlock()
+	return calls
+}
+
+// RotateSecret calls RotateSecretFunc.
+func (mock *WebhooksMock) RotateSecret(ctx context.Context, businessMoqParam string, id string) (string, error) {
+	if mock.RotateSecretFunc == nil {
+		panic("WebhooksMock.RotateSecretFunc: method is nil but Webhooks.RotateSecret was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+	}
+	mock.lockRotateSecret.Lock()
+	mock.calls.RotateSecret = append(mock.calls.RotateSecret, callInfo)
+	mock.lockRotateSecret.Unlock()
+	return mock.RotateSecretFunc(ctx, businessMoqParam, id)
+}
+
+// RotateSecretCalls gets all the calls that were made to RotateSecret.
+// Check the length with:
+//
+//	len(mockedWebhooks.RotateSecretCalls())
+func (mock *WebhooksMock) RotateSecretCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}
+	mock.lockRotateSecret.RLock()
+	calls = mock.calls.RotateSecret
+	mock.lockRotateSecret.RUnlock()
+	return calls
+}
+
+// Test calls TestFunc.
+func (mock *WebhooksMock) Test(ctx context.Context, businessMoqParam string, id string) (core.Event, error) {
+	if mock.TestFunc == nil {
+		panic("WebhooksMock.TestFunc: method is nil but Webhooks.Test was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+	}
+	mock.lockTest.Lock()
+	mock.calls.Test = append(mock.calls.Test, callInfo)
+	mock.lockTest.Unlock()
+	return mock.TestFunc(ctx, businessMoqParam, id)
+}
+
+// TestCalls gets all the calls that were made to Test.
+// Check the length with:
+//
+//	len(mockedWebhooks.TestCalls())
+func (mock *WebhooksMock) TestCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+	}
+	mock.lockTest.RLock()
+	calls = mock.calls.Test
+	mock.lockTest.RUnlock()
+	return calls
+}
+
+// Update calls UpdateFunc.
+func (mock *WebhooksMock) Update(ctx context.Context, businessMoqParam string, id string, e event.WebhookEdit) (event.Subscription, error) {
+	if mock.UpdateFunc == nil {
+		panic("WebhooksMock.UpdateFunc: method is nil but Webhooks.Update was just called")
+	}
+	callInfo := struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		E                event.WebhookEdit
+	}{
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+		E:                e,
+	}
+	mock.lockUpdate.Lock()
+	mock.calls.Update = append(mock.calls.Update, callInfo)
+	mock.lockUpdate.Unlock()
+	return mock.UpdateFunc(ctx, businessMoqParam, id, e)
+}
+
+// UpdateCalls gets all the calls that were made to Update.
+// Check the length with:
+//
+//	len(mockedWebhooks.UpdateCalls())
+func (mock *WebhooksMock) UpdateCalls() []struct {
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+	E                event.WebhookEdit
+} {
+	var calls []struct {
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		E                event.WebhookEdit
+	}
+	mock.lockUpdate.RLock()
+	calls = mock.calls.Update
+	mock.lockUpdate.RUnlock()
 	return calls
 }

@@ -1,4 +1,4 @@
-//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search Scheduling Links
+//go:generate go tool moq -rm -pkg httpapi -out ports_moq_test.go ../../ports Storage Business Search Scheduling Links Webhooks
 
 // Package httpapi is the driving HTTP adapter: the gorilla/mux router, its
 // middleware and handlers. It calls the use cases through package ports and
@@ -37,6 +37,8 @@ type Config struct {
 	Scheduling ports.Scheduling
 	// Links is the person links of /api/v1/person-links.
 	Links ports.Links
+	// Webhooks is the webhooks a practice manages, /api/v1/webhooks.
+	Webhooks ports.Webhooks
 	// Tenancy resolves the acting business of search, appointment and
 	// agent requests; nil acts for none (unit tests only).
 	Tenancy  ports.Tenancy
@@ -70,6 +72,7 @@ type Server struct {
 	searcher     ports.Search
 	scheduling   ports.Scheduling
 	links        ports.Links
+	webhooks     ports.Webhooks
 	tenancy      ports.Tenancy
 	auditor      Auditor
 	ready        func(ctx context.Context) error
@@ -95,6 +98,7 @@ func New(cfg Config) *Server {
 		searcher:     cfg.Search,
 		scheduling:   cfg.Scheduling,
 		links:        cfg.Links,
+		webhooks:     cfg.Webhooks,
 		tenancy:      cfg.Tenancy,
 		auditor:      cfg.Audit,
 		ready:        cfg.Ready,
@@ -133,6 +137,7 @@ func New(cfg Config) *Server {
 	r.Handle("/api/v1/search", noStore(s.audited(audit.PatientSearch, "patient", s.acting(ehr.UseSearch, s.search)))).Methods(http.MethodPost)
 	s.schedulingRoutes(r)
 	s.linkRoutes(r)
+	s.webhookRoutes(r)
 
 	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {
 		return noStore(s.audited(action, "blob", h))

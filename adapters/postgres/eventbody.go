@@ -39,6 +39,9 @@ type (
 	businessEventJSON struct {
 		BusinessID string `json:"businessId"`
 	}
+	webhookTestJSON struct {
+		WebhookID string `json:"webhookId"`
+	}
 )
 
 // eventBody returns the JSON body of e: written to the outbox once, and
@@ -58,6 +61,8 @@ func eventBody(e core.Event) ([]byte, error) {
 		b.Data = locationEventJSON{LocationID: d.LocationID}
 	case core.BusinessData:
 		b.Data = businessEventJSON{BusinessID: d.BusinessID}
+	case core.WebhookTestData:
+		b.Data = webhookTestJSON{WebhookID: d.WebhookID}
 	default:
 		return nil, fmt.Errorf("event %s: no data of a known kind (%T)", e.Type, e.Data)
 	}

@@ -25,7 +25,7 @@ func (s *Store) Outbox() *Outbox { return &Outbox{db: s.pool} }
 var _ core.Outbox = (*Outbox)(nil)
 
 // Emit writes e to the outbox in the transaction o belongs to, with one
-// pending delivery for each webhook subscription that wants it (a
+// pending delivery for each enabled webhook subscription that wants it (a
 // subscription sees the events written after it exists), and notifies
 // EventsChannel on commit. One round trip.
 func (o *Outbox) Emit(ctx context.Context, e core.Event) error {
@@ -44,7 +44,7 @@ func (o *Outbox) Emit(ctx context.Context, e core.Event) error {
 		d AS (
 			INSERT INTO webhook_deliveries (event_seq, subscription_id)
 			SELECT e.seq, s.id FROM e, webhook_subscriptions s
-			WHERE (s.event_types @> ARRAY[$2::text] OR s.event_types @> ARRAY['*'])
+			WHERE s.enabled AND (s.event_types @> ARRAY[$2::text] OR s.event_types @> ARRAY['*'])
 			  AND (s.business_id IS NULL OR s.business_id = $3::uuid))
 		SELECT pg_notify('`+EventsChannel+`', '')`,
 		e.ID, string(e.Type), business, body, e.OccurredAt)

@@ -19,6 +19,9 @@ type Webhooks struct {
 	// q runs the claims and the settling of deliveries and publications.
 	q   dbtx
 	own *pgxpool.Pool // q's pool when it has one of its own
+	// OnDisabled, when set, is told the subscriptions Settle disabled
+	// (a metric).
+	OnDisabled func(ids []string)
 }
 
 // Webhooks returns the webhook store.
@@ -70,35 +73,31 @@ func (w *Webhooks) Add(ctx context.Context, sub *event.Subscription) error {
 	return nil
 }
 
-// List returns every subscription, oldest first, without secrets.
-func (w *Webhooks) List(ctx context.Context) ([]event.Subscription, error) {
-	rows, _ := w.db.Query(ctx, `
-		SELECT id::text, url, event_types, coalesce(business_id::text, ''), created_at
-		FROM webhook_subscriptions ORDER BY created_at, id`)
-	subs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Subscription, error) {
-		var s event.Subscription
-		err := row.Scan(&s.ID, &s.URL, &s.Types, &s.BusinessID, &s.CreatedAt)
-		return s, err
-	})
+// All returns every subscription of every business, oldest first,
+// without secrets (the operator's list).
+func (w *Webhooks) All(ctx context.Context) ([]event.Subscription, error) {
+	rows, _ := w.db.Query(ctx, `SELECT `+subColumns+` FROM webhook_subscriptions ORDER BY created_at, id`)
+	subs, err := pgx.CollectRows(rows, scanSub)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook subscriptions: %w", err)
 	}
 	return subs, nil
 }
 
-// Reseal replaces the sealed secret of every subscription with what
-// reseal returns for it, in one transaction that locks the subscriptions.
-// A subscription reseal fails for keeps its secret; its id is in failed.
+// Reseal replaces the sealed secret of every subscription (and its
+// previous secret, while a rotation keeps one) with what reseal returns
+// for it, in one transaction that locks the subscriptions. A subscription
+// reseal fails for keeps its secrets; its id is in failed.
 func (w *Webhooks) Reseal(ctx context.Context, reseal func(id string, sealed []byte) ([]byte, error)) (resealed int, failed []string, err error) {
 	type sub struct {
-		id     string
-		sealed []byte
+		id             string
+		sealed, before []byte
 	}
 	err = pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, `SELECT id::text, secret FROM webhook_subscriptions ORDER BY created_at, id FOR UPDATE`)
+		rows, _ := tx.Query(ctx, `SELECT id::text, secret, previous_secret FROM webhook_subscriptions ORDER BY created_at, id FOR UPDATE`)
 		subs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sub, error) {
 			var s sub
-			err := row.Scan(&s.id, &s.sealed)
+			err := row.Scan(&s.id, &s.sealed, &s.before)
 			return s, err
 		})
 		if err != nil {
@@ -106,11 +105,16 @@ func (w *Webhooks) Reseal(ctx context.Context, reseal func(id string, sealed []b
 		}
 		for _, s := range subs {
 			sealed, err := reseal(s.id, s.sealed)
+			var before []byte
+			if err == nil && s.before != nil {
+				before, err = reseal(s.id, s.before)
+			}
 			if err != nil {
 				failed = append(failed, s.id)
 				continue
 			}
-			if _, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET secret = $2 WHERE id = $1::uuid`, s.id, sealed); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET secret = $2, previous_secret = $3 WHERE id = $1::uuid`,
+				s.id, sealed, before); err != nil {
 				return err
 			}
 			resealed++
@@ -140,31 +144,23 @@ func (w *Webhooks) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// Deliveries returns the latest deliveries, newest first, at most limit;
-// with failedOnly, only the failed ones.
-func (w *Webhooks) Deliveries(ctx context.Context, failedOnly bool, limit int) ([]event.DeliveryRecord, error) {
-	rows, _ := w.db.Query(ctx, `
-		SELECT d.id, d.subscription_id::text, e.id, e.type, d.state, d.attempts,
-			coalesce(d.last_status, 0), coalesce(d.last_error, ''), d.next_attempt_at, e.created_at, d.updated_at
+// AllDeliveries returns the latest deliveries of every subscription,
+// newest first, at most limit; with failedOnly, only the failed ones (the
+// operator's log).
+func (w *Webhooks) AllDeliveries(ctx context.Context, failedOnly bool, limit int) ([]event.DeliveryRecord, error) {
+	rows, _ := w.db.Query(ctx, `SELECT `+deliveryColumns+`
 		FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
 		WHERE NOT $1 OR d.state = 'failed'
 		ORDER BY d.id DESC LIMIT $2`, failedOnly, limit)
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.DeliveryRecord, error) {
-		var r event.DeliveryRecord
-		err := row.Scan(&r.ID, &r.Subscription, &r.EventID, &r.Type, &r.State, &r.Attempts,
-			&r.LastStatus, &r.LastError, &r.NextAttemptAt, &r.OccurredAt, &r.UpdatedAt)
-		if r.State != event.Pending {
-			r.NextAttemptAt = nil
-		}
-		return r, err
-	})
+	recs, err := pgx.CollectRows(rows, scanDelivery)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook deliveries: %w", err)
 	}
 	return recs, nil
 }
 
-// Claim leases due pending deliveries, per subscription at most perSub
+// Claim leases due pending deliveries of enabled subscriptions, per
+// subscription at most perSub
 // less what this instance has in flight of it. A delivery's
 // next_attempt_at is its lease: claimed, it is due again after lease.
 // Rows another instance is claiming are skipped.
@@ -195,16 +191,19 @@ func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub in
 				ORDER BY d.next_attempt_at
 				LIMIT $3
 				FOR UPDATE SKIP LOCKED) c
-			WHERE coalesce(busy.n, 0) < $3)
+			WHERE coalesce(busy.n, 0) < $3 AND s.enabled)
 		UPDATE webhook_deliveries d
 		SET next_attempt_at = now() + make_interval(secs => $4), attempts = d.attempts + 1, updated_at = now()
 		FROM webhook_subscriptions s, events e
 		WHERE d.id = ANY(ARRAY(SELECT id FROM c WHERE rank <= free)) AND s.id = d.subscription_id AND e.seq = d.event_seq
-		RETURNING d.id, d.subscription_id::text, s.url, s.secret, e.id, e.body, d.attempts, e.created_at`,
+		RETURNING d.id, d.subscription_id::text, s.url, s.secret,
+			CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END, s.origin = 'api',
+			e.id, e.body, d.attempts, greatest(e.created_at, d.requeued_at)`,
 		pgx.QueryExecModeExec, subs, counts, perSub, lease.Seconds())
 	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event.Delivery, error) {
 		var d event.Delivery
-		err := row.Scan(&d.ID, &d.Subscription, &d.URL, &d.Secret, &d.EventID, &d.Body, &d.Attempt, &d.OccurredAt)
+		err := row.Scan(&d.ID, &d.Subscription, &d.URL, &d.Secret, &d.PreviousSecret, &d.Guarded, &d.EventID, &d.Body,
+			&d.Attempt, &d.OccurredAt)
 		return d, err
 	})
 	if err != nil {
@@ -213,10 +212,21 @@ func (w *Webhooks) Claim(ctx context.Context, inflight map[string]int, perSub in
 	return ds, nil
 }
 
+// DisableAfter is how long every attempt to a subscription must have
+// failed before it is disabled.
+const DisableAfter = 24 * time.Hour
+
 // Settle records the outcomes of claimed deliveries in one statement
-// (planned for its values, as Claim). An
-// outcome of an attempt whose lease ended and which another instance
-// claimed since is dropped, unless it delivered.
+// (planned for its values, as Claim). An outcome of an attempt whose lease
+// ended and which another instance claimed since is dropped, unless it
+// delivered, and so is one of an attempt claimed before a retry or replay
+// asked for the delivery again (requeued_at later than the claim's
+// updated_at): the delivery stays due. It also keeps each subscription's
+// run of failures: the first
+// failed attempt after a success starts one (failing_since), a success
+// ends it, and a failure when it has lasted DisableAfter disables the
+// subscription (its pending deliveries fail; OnDisabled is told). Only
+// those transitions write the subscription's row.
 func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
 	n := len(outcomes)
 	ids, attempts := make([]int64, n), make([]int32, n)
@@ -235,16 +245,41 @@ func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
 			errs[i] = &o.Result.Err
 		}
 	}
-	_, err := w.q.Exec(ctx, `
-		UPDATE webhook_deliveries d
-		SET state = o.state, next_attempt_at = coalesce(o.next_at, d.next_attempt_at),
-			last_status = o.status, last_error = o.err, updated_at = now()
-		FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
-			AS o(id, attempt, state, next_at, status, err)
-		WHERE d.id = o.id AND d.state = 'pending' AND (o.state = 'delivered' OR d.attempts = o.attempt)`,
-		pgx.QueryExecModeExec, ids, attempts, states, next, status, errs)
+	var disabled []string
+	rows, _ := w.q.Query(ctx, `
+		WITH s AS (
+			UPDATE webhook_deliveries d
+			SET state = o.state, next_attempt_at = coalesce(o.next_at, d.next_attempt_at),
+				last_status = o.status, last_error = o.err, updated_at = now()
+			FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
+				AS o(id, attempt, state, next_at, status, err)
+			WHERE d.id = o.id AND d.state = 'pending' AND (o.state = 'delivered' OR d.attempts = o.attempt)
+			  AND (d.requeued_at IS NULL OR d.requeued_at <= d.updated_at)
+			RETURNING d.subscription_id AS sub, o.state = 'delivered' AS ok),
+		runs AS (SELECT sub, bool_or(ok) AS ok FROM s GROUP BY sub),
+		changed AS (
+			UPDATE webhook_subscriptions w
+			SET failing_since = CASE WHEN runs.ok THEN NULL ELSE coalesce(w.failing_since, now()) END,
+				enabled = runs.ok OR w.failing_since IS NULL OR w.failing_since > now() - make_interval(secs => $7),
+				disabled_reason = CASE WHEN runs.ok OR w.failing_since IS NULL OR w.failing_since > now() - make_interval(secs => $7)
+					THEN w.disabled_reason ELSE $8 END
+			FROM runs
+			WHERE w.id = runs.sub AND w.enabled
+			  AND (runs.ok = (w.failing_since IS NOT NULL) OR w.failing_since <= now() - make_interval(secs => $7))
+			RETURNING w.id::text, w.enabled)
+		SELECT id FROM changed WHERE NOT enabled`,
+		pgx.QueryExecModeExec, ids, attempts, states, next, status, errs, DisableAfter.Seconds(), event.DisabledFailing)
+	disabled, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return fmt.Errorf("settle webhook deliveries: %w", err)
+	}
+	if len(disabled) > 0 {
+		if err := failPending(ctx, w.q, disabled); err != nil {
+			return fmt.Errorf("fail the deliveries of disabled subscriptions: %w", err)
+		}
+		if w.OnDisabled != nil {
+			w.OnDisabled(disabled)
+		}
 	}
 	return nil
 }

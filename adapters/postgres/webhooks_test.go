@@ -321,7 +321,7 @@ func TestIntegrationWebhooks_SettleRecordsOutcomes(t *testing.T) {
 		t.Errorf("failed: %s %d %v %v", state, n, status, lastErr)
 	}
 
-	recs, err := hooks.Deliveries(ctx, true, 100)
+	recs, err := hooks.AllDeliveries(ctx, true, 100)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("failed deliveries: %+v %v", recs, err)
 	}
@@ -330,7 +330,7 @@ func TestIntegrationWebhooks_SettleRecordsOutcomes(t *testing.T) {
 		!r.OccurredAt.Equal(evs[2].OccurredAt) || r.UpdatedAt.IsZero() {
 		t.Errorf("failed delivery: %+v", r)
 	}
-	recs, err = hooks.Deliveries(ctx, false, 3)
+	recs, err = hooks.AllDeliveries(ctx, false, 3)
 	if err != nil || len(recs) != 3 || recs[0].ID != stale.ID || recs[1].ID != failed.ID || recs[2].ID != retried.ID {
 		t.Fatalf("latest 3 deliveries, newest first: %+v %v", recs, err)
 	}
@@ -399,7 +399,7 @@ func TestIntegrationWebhooks_ListAndRemove(t *testing.T) {
 		t.Fatalf("Add did not set CreatedAt: %v", first.CreatedAt)
 	}
 
-	subs, err := hooks.List(ctx)
+	subs, err := hooks.All(ctx)
 	if err != nil || len(subs) != 2 {
 		t.Fatalf("list: %+v %v", subs, err)
 	}
@@ -437,7 +437,7 @@ func TestIntegrationWebhooks_ListAndRemove(t *testing.T) {
 	if got := receivers(t, db, e.ID); !slices.Equal(got, []string{second.ID}) {
 		t.Errorf("deliveries after removing the first subscription: %v", got)
 	}
-	if subs, err := hooks.List(ctx); err != nil || len(subs) != 1 || subs[0].ID != second.ID {
+	if subs, err := hooks.All(ctx); err != nil || len(subs) != 1 || subs[0].ID != second.ID {
 		t.Errorf("list after the removal: %+v %v", subs, err)
 	}
 	if err := hooks.Remove(ctx, first.ID); !errors.Is(err, event.ErrSubscriptionNotFound) {

@@ -138,3 +138,14 @@ func ValidURL(raw string) error {
 	}
 	return nil
 }
+
+// Secrets makes the signing secrets of new subscriptions and rotations,
+// sealed with Sealer; it implements event.Secrets.
+type Secrets struct{ Sealer *Sealer }
+
+// New returns a fresh secret of subscription id: its text, to show once,
+// and the secret sealed for storage.
+func (s Secrets) New(id string) (text string, sealed []byte) {
+	text, raw := NewSecret()
+	return text, s.Sealer.Seal(id, raw)
+}

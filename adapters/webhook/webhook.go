@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,6 +44,7 @@ const (
 type Sender struct {
 	sealer  *Sealer
 	client  *http.Client
+	guarded *http.Client // for Delivery.Guarded: every address checked (guard.go)
 	timeout time.Duration
 
 	mu      sync.Mutex
@@ -56,27 +58,56 @@ type opened struct{ sealed, raw []byte }
 // attempt timeout (event.DefaultTimeout when not positive). It never
 // follows redirects and uses no proxy: receivers are the operator's, and
 // reached directly.
-func New(sealer *Sealer, timeout time.Duration) *Sender {
+//
+// The deliveries of a practice's subscriptions (Delivery.Guarded) go
+// through a client of their own whose every connection is checked
+// (Guard): an address event.Forbidden refuses is never connected to,
+// whatever a name resolved to at creation.
+func New(sealer *Sealer, timeout time.Duration, opts ...Option) *Sender {
 	if timeout <= 0 {
 		timeout = event.DefaultTimeout
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
-	tr.MaxIdleConns = 4 * maxIdlePerHost
-	tr.MaxIdleConnsPerHost = maxIdlePerHost
-	return &Sender{
-		sealer:  sealer,
-		timeout: timeout,
-		secrets: map[string]opened{},
-		client: &http.Client{
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	client := func(tr *http.Transport) *http.Client {
+		tr.Proxy = nil
+		tr.MaxIdleConns = 4 * maxIdlePerHost
+		tr.MaxIdleConnsPerHost = maxIdlePerHost
+		return &http.Client{
 			Transport: tr,
 			Timeout:   timeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},
-		},
+		}
 	}
+	guarded := http.DefaultTransport.(*http.Transport).Clone()
+	guarded.DialContext = Guard{Resolver: o.resolver}.DialContext
+	open := http.DefaultTransport.(*http.Transport).Clone()
+	s := &Sender{sealer: sealer, timeout: timeout, secrets: map[string]opened{}, client: client(open), guarded: client(guarded)}
+	if o.allowPrivate {
+		s.guarded = s.client
+	}
+	return s
 }
+
+type options struct {
+	allowPrivate bool
+	resolver     event.Resolver
+}
+
+// Option tunes a Sender.
+type Option func(*options)
+
+// AllowPrivate (WEBHOOK_ALLOW_PRIVATE) lets a practice's deliveries reach
+// any address, as the operator's do.
+func AllowPrivate(allow bool) Option { return func(o *options) { o.allowPrivate = allow } }
+
+// WithResolver makes the guarded connections resolve names with r (tests
+// inject one; nil: net.DefaultResolver).
+func WithResolver(r event.Resolver) Option { return func(o *options) { o.resolver = r } }
 
 // Sign returns the webhook-signature header value of a delivery of body
 // as event id at Unix time ts under secret (the decoded bytes after
@@ -103,6 +134,12 @@ func (s *Sender) Send(ctx context.Context, d event.Delivery) event.Result {
 	if err != nil {
 		return event.Result{Err: "secret cannot be opened"}
 	}
+	var previous []byte
+	if d.PreviousSecret != nil {
+		if previous, err = s.secret(d.Subscription+previousKey, d.PreviousSecret); err != nil {
+			return event.Result{Err: "secret cannot be opened"}
+		}
+	}
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Body))
 	if err != nil {
@@ -111,11 +148,19 @@ func (s *Sender) Send(ctx context.Context, d event.Delivery) event.Result {
 	ts := start.Unix()
 	req.Header["webhook-id"] = []string{d.EventID}
 	req.Header["webhook-timestamp"] = []string{strconv.FormatInt(ts, 10)}
-	req.Header["webhook-signature"] = []string{Sign(secret, d.EventID, ts, d.Body)}
+	sig := Sign(secret, d.EventID, ts, d.Body)
+	if previous != nil { // a rotation's overlap: both, space-separated
+		sig += " " + Sign(previous, d.EventID, ts, d.Body)
+	}
+	req.Header["webhook-signature"] = []string{sig}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 
-	resp, err := s.client.Do(req)
+	client := s.client
+	if d.Guarded {
+		client = s.guarded
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return event.Result{Err: s.reason(ctx, start, err)}
 	}
@@ -133,12 +178,17 @@ func (s *Sender) Send(ctx context.Context, d event.Delivery) event.Result {
 	return r
 }
 
-// secret returns the opened secret of subscription sub, stored as sealed;
-// it opens each one once, and again when the subscription's secret
-// changes.
-func (s *Sender) secret(sub string, sealed []byte) ([]byte, error) {
+// previousKey marks, in the cache of opened secrets, a subscription's
+// previous secret.
+const previousKey = "/previous"
+
+// secret returns the opened secret of subscription sub (with previousKey:
+// its previous one), stored as sealed; it opens each one once, and again
+// when it changes.
+func (s *Sender) secret(key string, sealed []byte) ([]byte, error) {
+	sub := strings.TrimSuffix(key, previousKey)
 	s.mu.Lock()
-	o, ok := s.secrets[sub]
+	o, ok := s.secrets[key]
 	s.mu.Unlock()
 	if ok && bytes.Equal(o.sealed, sealed) {
 		return o.raw, nil
@@ -151,7 +201,7 @@ func (s *Sender) secret(sub string, sealed []byte) ([]byte, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.secrets[sub] = opened{sealed: bytes.Clone(sealed), raw: raw}
+	s.secrets[key] = opened{sealed: bytes.Clone(sealed), raw: raw}
 	s.mu.Unlock()
 	return raw, nil
 }
@@ -168,7 +218,10 @@ func (s *Sender) reason(ctx context.Context, start time.Time, err error) string 
 		ci   x509.CertificateInvalidError
 		rh   tls.RecordHeaderError
 	)
+	var refused *refusedError
 	switch {
+	case errors.As(err, &refused):
+		return refused.Error()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():

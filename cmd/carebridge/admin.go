@@ -128,7 +128,7 @@ func webhookCommand(ctx context.Context, cmd string, fs *flag.FlagSet, getenv en
 		return func(db *postgres.Store) (any, error) { return addWebhook(ctx, db, getenv, *url, *types, *businessID) }
 	case "list-webhooks":
 		return func(db *postgres.Store) (any, error) {
-			subs, err := db.Webhooks().List(ctx)
+			subs, err := db.Webhooks().All(ctx)
 			out := make([]webhookJSON, len(subs))
 			for i, s := range subs {
 				out[i] = toWebhookJSON(s)
@@ -152,7 +152,7 @@ func webhookCommand(ctx context.Context, cmd string, fs *flag.FlagSet, getenv en
 			if *limit < 1 || *limit > 10000 {
 				return nil, errors.New("--limit must be 1 to 10000")
 			}
-			ds, err := db.Webhooks().Deliveries(ctx, *failed, *limit)
+			ds, err := db.Webhooks().AllDeliveries(ctx, *failed, *limit)
 			return toDeliveriesJSON(ds), err
 		}
 	}
@@ -174,13 +174,22 @@ type webhookJSON struct {
 	URL        string   `json:"url"`
 	Events     []string `json:"events"`
 	BusinessID *string  `json:"businessId"`
-	CreatedAt  string   `json:"createdAt"`
+	// Origin is who made it: operator (this CLI) or api (a practice).
+	Origin         string  `json:"origin"`
+	Description    string  `json:"description"`
+	Enabled        bool    `json:"enabled"`
+	DisabledReason *string `json:"disabledReason"`
+	CreatedAt      string  `json:"createdAt"`
 }
 
 func toWebhookJSON(s event.Subscription) webhookJSON {
-	w := webhookJSON{ID: s.ID, URL: s.URL, Events: s.Types, CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+	w := webhookJSON{ID: s.ID, URL: s.URL, Events: s.Types, Origin: string(s.Origin), Description: s.Description,
+		Enabled: s.Enabled, CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 	if s.BusinessID != "" {
 		w.BusinessID = &s.BusinessID
+	}
+	if s.DisabledReason != "" {
+		w.DisabledReason = &s.DisabledReason
 	}
 	return w
 }

@@ -229,6 +229,11 @@ func loadSearchConfig(getenv env, cfg *app.Config, bad badFunc) {
 	if cfg.EventsNATSURL != "" && !validNATSURLs(cfg.EventsNATSURL) {
 		bad("EVENTS_NATS_URL", "must be nats:// or tls:// URLs, comma-separated")
 	}
+	allow, err := strconv.ParseBool(getenv.or("WEBHOOK_ALLOW_PRIVATE", "false"))
+	if err != nil {
+		bad("WEBHOOK_ALLOW_PRIVATE", "must be true or false")
+	}
+	cfg.WebhookAllowPrivate = allow
 	cfg.RedisURL = getenv.or("REDIS_URL", "")
 	if s := strings.ToLower(cfg.RedisURL); s != "" && !strings.HasPrefix(s, "redis://") && !strings.HasPrefix(s, "rediss://") && !strings.HasPrefix(s, "unix://") {
 		bad("REDIS_URL", "must be a redis://, rediss:// or unix:// URL")

@@ -47,13 +47,14 @@ func TestLoadConfig_ReportsEveryBadVariableOnOneLine(t *testing.T) {
 		"LOG_LEVEL":                       "loud",
 		"AUTH_DEV_MODE":                   "maybe",
 		"CLAMD_ADDRESS":                   "http://127.0.0.1:3310",
+		"WEBHOOK_ALLOW_PRIVATE":           "sometimes",
 	}))
 	if err == nil {
 		t.Fatal("bad configuration accepted")
 	}
 	line := oneLine(err)
 	for _, v := range []string{"DATABASE_URL", "CLOUD_STORAGE_CONNECTION_STRING", "CLOUD_STORAGE_ENCRYPTION_KEY:", "CLOUD_STORAGE_PREVIOUS_KEYS",
-		"MAX_UPLOAD_BYTES", "DOWNLOAD_READAHEAD_BYTES", "CORS_ALLOWED_ORIGINS", "LOG_LEVEL", "AUTH_DEV_MODE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE", "CLAMD_ADDRESS"} {
+		"MAX_UPLOAD_BYTES", "DOWNLOAD_READAHEAD_BYTES", "CORS_ALLOWED_ORIGINS", "LOG_LEVEL", "AUTH_DEV_MODE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE", "CLAMD_ADDRESS", "WEBHOOK_ALLOW_PRIVATE"} {
 		if !strings.Contains(line, v) {
 			t.Errorf("%s not named in %q", v, line)
 		}
@@ -367,5 +368,18 @@ func TestLoadConfig_ClamdAddress(t *testing.T) {
 	cfg, _, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "a"}))
 	if err != nil || cfg.Scanner != nil {
 		t.Fatalf("without CLAMD_ADDRESS: %+v, %v", cfg.Scanner, err)
+	}
+}
+
+func TestLoadConfig_WebhookAllowPrivate(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "false": false, "true": true} {
+		cfg, _, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example",
+			"OIDC_AUDIENCE": "cb", "WEBHOOK_ALLOW_PRIVATE": v}))
+		if err != nil {
+			t.Fatalf("WEBHOOK_ALLOW_PRIVATE=%q: %v", v, err)
+		}
+		if cfg.WebhookAllowPrivate != want {
+			t.Errorf("WEBHOOK_ALLOW_PRIVATE=%q: %v, want %v", v, cfg.WebhookAllowPrivate, want)
+		}
 	}
 }

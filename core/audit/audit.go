@@ -32,11 +32,21 @@ const (
 	AppointmentReschedule Action = "appointment.reschedule"
 	PersonLink            Action = "person.link"
 	PersonUnlink          Action = "person.unlink"
+	// The changes of the webhooks a practice manages (the contract names
+	// none; they follow person links: each change commits its event).
+	WebhookCreate       Action = "webhook.create"
+	WebhookUpdate       Action = "webhook.update"
+	WebhookDelete       Action = "webhook.delete"
+	WebhookRotateSecret Action = "webhook.rotate_secret"
+	WebhookRetry        Action = "webhook.retry"
+	WebhookReplay       Action = "webhook.replay"
+	WebhookTest         Action = "webhook.test"
 )
 
 // Actions lists every action.
 var Actions = []Action{BlobUpload, BlobDownload, BlobMetadata, BlobDelete, PatientSearch,
-	AppointmentCreate, AppointmentList, AppointmentCancel, AppointmentReschedule, PersonLink, PersonUnlink}
+	AppointmentCreate, AppointmentList, AppointmentCancel, AppointmentReschedule, PersonLink, PersonUnlink,
+	WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRotateSecret, WebhookRetry, WebhookReplay, WebhookTest}
 
 // ErrUnavailable is a request refused because its audit event could not
 // be written: nothing was done.

@@ -38,6 +38,10 @@ const (
 	// single-practice deployment (the header, else the caller's only
 	// membership, else business_required), and only as a member.
 	UseLinks
+	// UseWebhooks is /api/v1/webhooks: a practice's subscriptions are
+	// always one business's, so it resolves as UseLinks does, without a
+	// scope (the webhook use case asks for an owner or admin).
+	UseWebhooks
 )
 
 // The failures of the acting business.
@@ -75,7 +79,7 @@ func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (context.Con
 			return ctx, "", err
 		}
 	}
-	multi := t.systems.MultiPractice() || u == UseLinks
+	multi := t.systems.MultiPractice() || u == UseLinks || u == UseWebhooks
 	var id string
 	var err error
 	if u == UseSearch && requested == "" && !multi {

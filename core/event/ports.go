@@ -26,7 +26,13 @@ type Delivery struct {
 	URL          string
 	// Secret is the subscription's signing secret as stored (sealed); the
 	// Sender opens it.
-	Secret  []byte
+	Secret []byte
+	// PreviousSecret, when set, is the secret a rotation replaced, sealed,
+	// within RotationOverlap: the delivery is signed with both.
+	PreviousSecret []byte
+	// Guarded is a subscription a practice made (ByAPI) whose address is
+	// checked on every connection.
+	Guarded bool
 	EventID string
 	Body    []byte
 	// Attempt counts this one: 1 for the first.
