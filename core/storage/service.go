@@ -99,20 +99,15 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 		return Blob{}, err
 	}
 
-	scan, err := s.startScan(ctx)
-	if err != nil {
-		return Blob{}, err
-	}
-	defer scan.Close()
-
-	// One pass over the file: the digest and the scanner see the
-	// plaintext as it is read, before it is encrypted and stored.
+	// One pass over the file: the digest sees the plaintext as it is
+	// read, before it is encrypted and stored.
 	exact := &exactReader{r: body, remaining: in.FileSize}
 	digest := sha256.New()
-	var src io.Reader = scan.endOnEOF(io.TeeReader(exact, scan.alongside(digest)))
+	var src io.Reader = io.TeeReader(exact, digest)
 	size := in.FileSize
+	var dataKey []byte
 	if in.Encrypted {
-		src, err = s.encrypt(&b, src)
+		src, dataKey, err = s.encrypt(&b, src)
 		if err != nil {
 			return Blob{}, err
 		}
@@ -120,19 +115,16 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 	}
 
 	// The object gets a fresh name; its row is committed only once the
-	// scanner has found the file clean.
+	// scanner has found the stored file clean.
 	b.Name = newObjectName()
 	if err := s.objects.Put(ctx, b.Container, b.Name, src, size); err != nil {
 		s.removeObject(ctx, b)
-		switch {
-		case exact.err != nil:
+		if exact.err != nil {
 			return Blob{}, exact.err
-		case scan.err != nil:
-			return Blob{}, scan.err
 		}
 		return Blob{}, fmt.Errorf("store object %s/%s: %w", b.Container, b.Name, err)
 	}
-	if err := scan.verdict(); err != nil {
+	if err := s.scanStored(ctx, b, dataKey); err != nil {
 		s.removeObject(ctx, b)
 		return Blob{}, err
 	}
@@ -222,22 +214,23 @@ func (s *Service) checkLocation(ctx context.Context, actor core.Actor, id string
 	return nil
 }
 
-// encrypt wraps a fresh data key for b and returns src encrypted with it.
-func (s *Service) encrypt(b *Blob, src io.Reader) (io.Reader, error) {
+// encrypt wraps a fresh data key for b and returns src encrypted with it,
+// and the key (the scan reads the stored file back with it).
+func (s *Service) encrypt(b *Blob, src io.Reader) (io.Reader, []byte, error) {
 	dataKey := make([]byte, 32)
 	if _, err := rand.Read(dataKey); err != nil {
-		return nil, fmt.Errorf("data key: %w", err)
+		return nil, nil, fmt.Errorf("data key: %w", err)
 	}
 	keyID, wrapped, err := s.keys.Wrap(dataKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	enc, err := segcrypt.EncryptReader(src, dataKey)
 	if err != nil {
-		return nil, fmt.Errorf("encrypt: %w", err)
+		return nil, nil, fmt.Errorf("encrypt: %w", err)
 	}
 	b.KeyID, b.WrappedKey = keyID, wrapped
-	return enc, nil
+	return enc, dataKey, nil
 }
 
 func (s *Service) removeObject(ctx context.Context, b Blob) {
