@@ -26,8 +26,12 @@ const blobColumns = `id, blob_name, container_name, original_filename, content_t
 // blobBusiness is, in a statement on blob_entries, the business of the
 // entry's location as text, empty when the entry has no location or its
 // location is gone (business_location_id is text, not a reference).
+// Uploads store the location id in digits only (core.ParseID); rows stored
+// before that may hold "+5" or "05", which the access check reads as
+// location 5, and which name its business here too. The pattern keeps the
+// cast within bigint.
 const blobBusiness = `coalesce((SELECT l.business_id::text FROM business_locations l WHERE l.id =
-	CASE WHEN blob_entries.business_location_id ~ '^[0-9]{1,18}$' THEN blob_entries.business_location_id::bigint END), '')`
+	CASE WHEN blob_entries.business_location_id ~ '^[+]?0*[0-9]{1,18}$' THEN blob_entries.business_location_id::bigint END), '')`
 
 // Insert stores b and sets its ID, times and BusinessID, and writes the
 // request's pending audit event (audit.Pending, naming b and its business)

@@ -198,11 +198,13 @@ func checkText(field, v string, max int, required bool) error {
 
 // checkLocation lets an upload name a business location only when the
 // caller is a member of its business; any other location is reported as
-// missing.
+// missing. The id must be written as it is stored and reported (digits
+// only): the location checked is then the one the row, its event and its
+// audit event name.
 func (s *Service) checkLocation(ctx context.Context, actor core.Actor, id string) error {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n <= 0 {
-		return core.Invalid("invalid_business_location_id", "businessLocationId must be a positive integer")
+	n, ok := core.ParseID(id)
+	if !ok {
+		return ErrInvalidLocationID
 	}
 	role, err := s.members.LocationRole(ctx, n, actor.Subject)
 	if errors.Is(err, ErrLocationNotFound) || (err == nil && role == "") {
@@ -317,6 +319,8 @@ func (s *Service) get(ctx context.Context, id int64, a access) (Blob, error) {
 	uploader := b.UploadedBy == actor.Subject
 	var role core.Role
 	if !uploader && b.BusinessLocationID != "" {
+		// Rows stored before ids were read strictly may hold "+5" or "05":
+		// they keep the access they had.
 		if loc, err := strconv.ParseInt(b.BusinessLocationID, 10, 64); err == nil {
 			role, err = s.members.LocationRole(ctx, loc, actor.Subject)
 			if err != nil && !errors.Is(err, ErrLocationNotFound) {
