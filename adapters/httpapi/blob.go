@@ -71,7 +71,7 @@ var (
 	errUnknownPart    = &core.Error{Kind: core.KindInvalid, Code: "unknown_field", Message: "Unknown form field"}
 	errDuplicatePart  = &core.Error{Kind: core.KindInvalid, Code: "duplicate_field", Message: "Form field sent twice"}
 	errFieldTooLong   = &core.Error{Kind: core.KindInvalid, Code: "invalid_field", Message: "Form field too long"}
-	errInvalidID      = &core.Error{Kind: core.KindInvalid, Code: "invalid_id", Message: "id must be a positive integer written in digits only"}
+	errInvalidID      = &core.Error{Kind: core.KindInvalid, Code: "invalid_id", Message: "id must be a positive integer"}
 	errBodyTooLarge   = &core.Error{Kind: core.KindTooLarge, Code: "file_too_large", Message: "Request body is larger than the maximum upload size"}
 	errInvalidBoolean = &core.Error{Kind: core.KindInvalid, Code: "invalid_field", Message: "isEncrypted must be true or false"}
 	errInvalidSize    = &core.Error{Kind: core.KindInvalid, Code: "invalid_file_size", Message: "fileSize must be a non-negative whole number of bytes"}
@@ -339,8 +339,8 @@ func (s *stallWriter) Write(p []byte) (int, error) {
 // blobID parses the path's blob id and names it as the request's audited
 // resource.
 func blobID(r *http.Request) (int64, error) {
-	id, ok := core.ParseID(mux.Vars(r)["id"])
-	if !ok {
+	id, err := strconv.ParseInt(mux.Vars(r)["id"], 10, 64)
+	if err != nil || id <= 0 {
 		return 0, errInvalidID
 	}
 	auditResource(r.Context(), strconv.FormatInt(id, 10))

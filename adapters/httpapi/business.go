@@ -152,9 +152,9 @@ func newHoursResponses(hs []business.Hours) []hoursResponse {
 }
 
 func pathInt(r *http.Request, name string) (int64, error) {
-	id, ok := core.ParseID(mux.Vars(r)[name])
-	if !ok {
-		return 0, errInvalidID.WithMessage("%s must be a positive integer written in digits only", name)
+	id, err := strconv.ParseInt(mux.Vars(r)[name], 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errInvalidID.WithMessage("%s must be a positive integer", name)
 	}
 	return id, nil
 }

@@ -42,20 +42,3 @@ func TestUpload_ALocationIDIsDigitsOnly(t *testing.T) {
 		t.Fatalf("the upload's event carries business %v, want %s", business, want)
 	}
 }
-
-// Path ids are read the same way: "+5" names no blob.
-func TestBlob_PathIDsAreDigitsOnly(t *testing.T) {
-	w := newWorld(t)
-	s := w.start(nil)
-	tok := w.token("alice")
-	r := s.upload(tok, fileFields("note.txt", "text/plain", []byte("a note"))...)
-	if r.status != 201 {
-		t.Fatalf("upload: %d %s", r.status, r.body)
-	}
-	id := fmt.Sprint(r.json(t)["id"])
-	for _, p := range []string{"/cloud-blob/metadata/+" + id, "/cloud-blob/metadata/0" + id, "/cloud-blob/download/+" + id} {
-		if r := s.do("GET", p, tok, nil); r.status != 400 || r.errorCode(t) != "invalid_id" {
-			t.Errorf("GET %s: %d %s", p, r.status, r.body)
-		}
-	}
-}
