@@ -99,6 +99,22 @@ func (s *Service) managedLocation(ctx context.Context, id int64) (Location, erro
 	return l, nil
 }
 
+// AuthorizeLocationCreate reports whether the caller may add a location
+// to business id (owner, admin), as CreateLocation would: the HTTP adapter
+// asks before it reads the form, so that a stranger's or a staff member's
+// logo is never read (CreateLocation checks again).
+func (s *Service) AuthorizeLocationCreate(ctx context.Context, businessID string) error {
+	_, err := s.managed(ctx, businessID)
+	return err
+}
+
+// AuthorizeLocationUpdate reports whether the caller may change location
+// id, as UpdateLocation would (see AuthorizeLocationCreate).
+func (s *Service) AuthorizeLocationUpdate(ctx context.Context, id int64) error {
+	_, err := s.managedLocation(ctx, id)
+	return err
+}
+
 // Business returns business id.
 func (s *Service) Business(ctx context.Context, id string) (Business, error) {
 	b, _, err := s.member(ctx, id)
