@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 )
@@ -32,5 +33,18 @@ func TestLocation_ALogoReplacedByAnotherAdminLeavesNoOrphan(t *testing.T) {
 	}
 	if w.rows() != 1 || w.objects() != 1 {
 		t.Fatalf("%d blob rows and %d objects after the admin's replacement; want the one current logo", w.rows(), w.objects())
+	}
+	var deleted []string
+	rows, err := w.db.Query(context.Background(), `SELECT coalesce(business_id::text, '') FROM events WHERE type = 'blob.deleted'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var b string
+		rows.Scan(&b)
+		deleted = append(deleted, b)
+	}
+	if len(deleted) != 1 || deleted[0] != id {
+		t.Fatalf("blob.deleted events of businesses %v, want one of %s", deleted, id)
 	}
 }

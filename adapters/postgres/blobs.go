@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -145,6 +146,33 @@ func (r *BlobRepo) Delete(ctx context.Context, id int64) (storage.Blob, error) {
 		return storage.Blob{}, fmt.Errorf("delete blob entry %d: %w", id, err)
 	}
 	return b, nil
+}
+
+// LogoRepo drops the blob entries of replaced logos within the business
+// core's transaction; it implements business.LogoRepo.
+type LogoRepo struct {
+	db dbtx
+}
+
+// Drop deletes blob entry id and returns what it named: its object and
+// the location and business it belonged to. found is false when there is
+// no such entry.
+func (r *LogoRepo) Drop(ctx context.Context, id int64) (business.DroppedLogo, bool, error) {
+	var (
+		d        business.DroppedLogo
+		location *string
+	)
+	err := r.db.QueryRow(ctx, `DELETE FROM blob_entries WHERE id = $1
+		RETURNING id, container_name, blob_name, business_location_id, `+blobBusiness, id).
+		Scan(&d.BlobID, &d.Container, &d.Object, &location, &d.BusinessID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return business.DroppedLogo{}, false, nil
+	}
+	if err != nil {
+		return business.DroppedLogo{}, false, fmt.Errorf("drop logo blob entry %d: %w", id, err)
+	}
+	d.LocationID = deref(location)
+	return d, true, nil
 }
 
 func nullable(s string) *string {

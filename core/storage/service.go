@@ -244,6 +244,29 @@ func (s *Service) removeObject(ctx context.Context, b Blob) {
 	_ = s.objects.Delete(ctx, b.Container, b.Name)
 }
 
+// RemoveObject deletes object name of container c once no blob entry
+// names it: the entry went with another change (a replaced logo's, in the
+// transaction that replaced it), whoever uploaded it. An object still
+// named by an entry is kept. A failure leaves the object to the orphan
+// sweeper.
+func (s *Service) RemoveObject(ctx context.Context, container, name string) error {
+	c, err := ParseContainer(container)
+	if err != nil || name == "" {
+		return fmt.Errorf("remove object %q/%q: not an object of the store", container, name)
+	}
+	known, err := s.blobs.Known(ctx, c, []string{name})
+	if err != nil {
+		return err
+	}
+	if known[name] {
+		return fmt.Errorf("remove object %s/%s: a blob entry still names it", c, name)
+	}
+	if err := s.objects.Delete(ctx, c, name); err != nil {
+		return fmt.Errorf("remove object %s/%s: %w", c, name, err)
+	}
+	return nil
+}
+
 // Metadata returns the entry of blob id when the caller may read it.
 func (s *Service) Metadata(ctx context.Context, id int64) (Blob, error) {
 	return s.get(ctx, id, read)
