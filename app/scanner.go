@@ -127,6 +127,14 @@ func buildScanner(cfg *clamd.Config, reg prometheus.Registerer, log *slog.Logger
 	if err != nil {
 		return scanner{}, err
 	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "carebridge_scanner_connections_in_use",
+			Help: "Scans open on clamd connections now (at most CLAMD_MAX_CONNECTIONS)."},
+			func() float64 { return float64(c.Stats().InUse) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "carebridge_scanner_waiting",
+			Help: "Uploads waiting for a clamd connection now (each at most CLAMD_WAIT_TIMEOUT, then refused with 503)."},
+			func() float64 { return float64(c.Stats().Waiting) }),
+	)
 	return scanner{
 		options: []storage.Option{storage.WithScanner(meteredScanner{next: c, m: newScanMetrics(reg)})},
 		state:   (&scannerVersion{c: c, log: log}).state,

@@ -177,6 +177,11 @@ func TestIntegrationScan_SlowUploadsDoNotStopOtherUploads(t *testing.T) {
 		t.Errorf("readyz beside %d trickling uploads: %d %s", slow, r.status, r.body)
 	}
 
+	page := string(s.do("GET", "/metrics", "", nil).body)
+	if v, ok := metricValue(page, "carebridge_scanner_connections_in_use"); !ok || v != 0 {
+		t.Errorf("scanner connections in use beside %d trickling uploads: %v (%v)", slow, v, ok)
+	}
+
 	stopAll()
 	for _, tr := range trickles {
 		<-tr.answered

@@ -10,7 +10,7 @@ import (
 // "05" is not location 5 (which would be checked as 5, stored as written,
 // and leave the upload's event without its business) but a 400 in the
 // error envelope, and nothing is stored.
-func TestUpload_ALocationIDIsDigitsOnly(t *testing.T) {
+func TestBlob_ALocationIDIsDigitsOnlyAndItsEventNamesTheBusiness(t *testing.T) {
 	w := newWorld(t)
 	s := w.start(nil)
 	loc := w.seedLocation("owner")
