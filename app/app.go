@@ -92,6 +92,9 @@ type Config struct {
 	// Scanner is the ClamAV daemon every upload is scanned by
 	// (CLAMD_ADDRESS); nil: uploads are not scanned.
 	Scanner *clamd.Config
+	// ReadyTTL is how long one probe of the dependencies answers /readyz
+	// (0: httpapi.DefaultReadyTTL).
+	ReadyTTL time.Duration
 	// Tracing says where spans go (OTEL_* variables, see TracingFromEnv);
 	// the zero value makes none.
 	Tracing Tracing
@@ -131,8 +134,8 @@ type App struct {
 	events          *events
 	sync            *syncLoops
 	tracing         *tracing // Close flushes it
-	// scanner tells /readyz how the malware scanner is (nil: none).
-	scanner func(context.Context) httpapi.ScannerState
+	// scanner tells /readyz how the malware scanner is.
+	scanner scanner
 }
 
 // New migrates the database, connects every adapter, and listens on
@@ -254,13 +257,13 @@ func (a *App) buildBlobs(cfg Config, registry *prometheus.Registry) error {
 	if keys == nil {
 		keys = &keyring.Ring{} // no key: wrapping fails with ErrEncryptionKeyMissing
 	}
-	scanning, state, err := buildScanner(cfg.Scanner, registry)
+	var err error
+	a.scanner, err = buildScanner(cfg.Scanner, registry, a.log.With("component", "scanner"))
 	if err != nil {
 		return fmt.Errorf("CLAMD_ADDRESS: %w", err)
 	}
-	a.scanner = state
 	a.blobs = storage.NewService(a.db.Blobs(), a.db.StorageTx(), a.objects, keys, a.db, cfg.MaxUploadBytes,
-		append(scanning, storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))...)
+		append(a.scanner.options, storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))...)
 	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
 		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
 	a.sweptIncomplete = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_incomplete_uploads_removed_total",
@@ -286,7 +289,9 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Audit:              a.audit,
 		Ready:              a.ready,
 		Sync:               a.sync.board.states,
-		Scanner:            a.scanner,
+		Scanner:            a.scanner.state,
+		ScannerLoad:        a.scanner.load,
+		ReadyTTL:           cfg.ReadyTTL,
 		MaxUploadBytes:     cfg.MaxUploadBytes,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins,
 		StallTimeout:       cfg.StallTimeout,

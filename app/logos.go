@@ -30,6 +30,10 @@ func (l logos) Remove(ctx context.Context, blobID int64) error {
 	return l.storage.Delete(ctx, blobID)
 }
 
+func (l logos) RemoveObject(ctx context.Context, container, object string) error {
+	return l.storage.RemoveObject(ctx, container, object)
+}
+
 // ErrNoLogoStore is a logo given to a business core built without an object
 // store (the admin CLI's).
 var ErrNoLogoStore = &core.Error{Kind: core.KindUnavailable, Code: "logo_store_unavailable",
@@ -41,3 +45,4 @@ type noLogos struct{}
 
 func (noLogos) Store(context.Context, business.Logo) (int64, error) { return 0, ErrNoLogoStore }
 func (noLogos) Remove(context.Context, int64) error                 { return ErrNoLogoStore }
+func (noLogos) RemoveObject(context.Context, string, string) error  { return ErrNoLogoStore }

@@ -15,4 +15,7 @@ func TestNoLogos_RefusesEveryLogoWithAClearError(t *testing.T) {
 	if err := (noLogos{}).Remove(context.Background(), 1); !errors.Is(err, ErrNoLogoStore) {
 		t.Errorf("Remove = %v, want ErrNoLogoStore", err)
 	}
+	if err := (noLogos{}).RemoveObject(context.Background(), "images", "x"); !errors.Is(err, ErrNoLogoStore) {
+		t.Errorf("RemoveObject = %v, want ErrNoLogoStore", err)
+	}
 }

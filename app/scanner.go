@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -108,20 +109,64 @@ func (s *meteredScan) count(result string) {
 	s.once.Do(func() { s.m.scans.WithLabelValues(result).Inc() })
 }
 
+// scanner is the malware scanner as the app wires it: the storage option
+// that scans every upload, and what /readyz shows of it.
+type scanner struct {
+	options []storage.Option
+	state   func(context.Context) httpapi.ScannerState // nil: no scanner
+	load    func() httpapi.ScannerLoad
+}
+
 // buildScanner connects the malware scanner of cfg (nil: uploads are not
-// scanned) and returns the storage option that scans every upload, and
-// the scanner's state for /readyz.
-func buildScanner(cfg *clamd.Config, reg prometheus.Registerer) ([]storage.Option, func(context.Context) httpapi.ScannerState, error) {
+// scanned).
+func buildScanner(cfg *clamd.Config, reg prometheus.Registerer, log *slog.Logger) (scanner, error) {
 	if cfg == nil {
-		return nil, nil, nil
+		return scanner{}, nil
 	}
 	c, err := clamd.New(*cfg)
 	if err != nil {
-		return nil, nil, err
+		return scanner{}, err
 	}
-	state := func(ctx context.Context) httpapi.ScannerState {
-		v, err := c.Version(ctx)
-		return httpapi.ScannerState{Version: v, Err: err}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "carebridge_scanner_connections_in_use",
+			Help: "Scans open on clamd connections now (at most CLAMD_MAX_CONNECTIONS)."},
+			func() float64 { return float64(c.Stats().InUse) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "carebridge_scanner_waiting",
+			Help: "Uploads waiting for a clamd connection now (each at most CLAMD_WAIT_TIMEOUT, then refused with 503)."},
+			func() float64 { return float64(c.Stats().Waiting) }),
+	)
+	return scanner{
+		options: []storage.Option{storage.WithScanner(meteredScanner{next: c, m: newScanMetrics(reg)})},
+		state:   (&scannerVersion{c: c, log: log}).state,
+		load: func() httpapi.ScannerLoad {
+			st := c.Stats()
+			return httpapi.ScannerLoad{InUse: st.InUse, Max: st.Max, Waiting: st.Waiting}
+		},
+	}, nil
+}
+
+// scannerVersion probes clamd for /readyz with VERSION and logs its
+// version (engine, signature database and its date) when it changes: the
+// operator learns it from the log, not an anonymous caller from /readyz.
+type scannerVersion struct {
+	c   *clamd.Client
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last string
+}
+
+func (v *scannerVersion) state(ctx context.Context) httpapi.ScannerState {
+	version, err := v.c.Version(ctx)
+	if err != nil {
+		return httpapi.ScannerState{Err: err}
 	}
-	return []storage.Option{storage.WithScanner(meteredScanner{next: c, m: newScanMetrics(reg)})}, state, nil
+	v.mu.Lock()
+	changed := version != v.last
+	v.last = version
+	v.mu.Unlock()
+	if changed {
+		v.log.LogAttrs(ctx, slog.LevelInfo, "malware scanner answers", slog.String("version", version))
+	}
+	return httpapi.ScannerState{}
 }

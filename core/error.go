@@ -36,7 +36,8 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error
-	// RetryAfter tells a rate-limited client when to try again (0: unsaid).
+	// RetryAfter tells a rate-limited client, or one refused while a
+	// dependency is busy, when to try again (0: unsaid).
 	RetryAfter time.Duration
 	// Scope names a scope that would allow the operation (insufficient_scope).
 	Scope string

@@ -36,3 +36,25 @@ func IsUUID(s string) bool {
 	}
 	return true
 }
+
+// ParseID parses a positive 64-bit id written the one way Carebridge
+// writes it: decimal digits only, no sign, space or leading zero, at most
+// 9223372036854775807. Anything else ("+5", "05", " 5", "5.0") is no id:
+// an id the service checks is always the id it stores and reports.
+func ParseID(s string) (int64, bool) {
+	if s == "" || len(s) > 19 || s[0] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n > 1<<63-1 {
+		return 0, false
+	}
+	return int64(n), true
+}

@@ -29,3 +29,23 @@ func TestIsUUID(t *testing.T) {
 		}
 	}
 }
+
+func TestParseID_TakesOnlyCanonicalPositiveIDs(t *testing.T) {
+	for s, want := range map[string]int64{
+		"5":                   5,
+		"1234567890":          1234567890,
+		"9223372036854775807": 9223372036854775807,
+	} {
+		if got, ok := ParseID(s); !ok || got != want {
+			t.Errorf("ParseID(%q) = %d, %v; want %d", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{
+		"", "0", "+5", "-5", "05", "00", " 5", "5 ", "5.0", "5e2", "0x5", "٥", "five",
+		"9223372036854775808", "18446744073709551621", "99999999999999999999",
+	} {
+		if got, ok := ParseID(s); ok {
+			t.Errorf("ParseID(%q) = %d, want no id", s, got)
+		}
+	}
+}

@@ -28,6 +28,10 @@ type Business interface {
 	Business(ctx context.Context, id string) (business.Business, error)
 	EditBusiness(ctx context.Context, id string, e business.BusinessEdit) (business.Business, error)
 	Locations(ctx context.Context, businessID string) ([]business.Location, error)
+	// AuthorizeLocationCreate and AuthorizeLocationUpdate say whether the
+	// caller may create or change the location, before its form is read.
+	AuthorizeLocationCreate(ctx context.Context, businessID string) error
+	AuthorizeLocationUpdate(ctx context.Context, id int64) error
 	CreateLocation(ctx context.Context, businessID string, in business.LocationInput, logo *business.Logo) (business.Location, error)
 	UpdateLocation(ctx context.Context, id int64, in business.LocationInput, logo *business.Logo) (business.Location, error)
 	Providers(ctx context.Context, locationID int64) ([]business.Provider, error)

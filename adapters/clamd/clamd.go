@@ -1,6 +1,8 @@
 // Package clamd is the storage.Scanner of the ClamAV daemon (CLAMD_ADDRESS):
-// it streams each file to clamd with the INSTREAM command as the file
-// arrives and reads the verdict when it ends.
+// it streams each file to clamd with the INSTREAM command and reads the
+// verdict when it ends. The storage core scans a file once it is stored,
+// reading it back at the store's speed, so a connection is held for as long
+// as a scan takes and never at the pace of a slow client.
 //
 // The protocol (docs.clamav.net, "clamd protocol"): every command is sent
 // as "z<COMMAND>\x00" and answered by one NUL-terminated reply; clamd closes
@@ -11,16 +13,17 @@
 // FOUND" or "<message> ERROR".
 //
 // Every exchange has a time-out (Config), and a Client keeps at most
-// MaxConns scans open at once. Every failure is
+// MaxConns scans open at once; a scan waits at most WaitTimeout for one of
+// them (Stats shows how many are in use and waiting). Every failure is
 // storage.ErrScannerUnavailable wrapping its cause: an upload that cannot
-// be scanned is refused (fail closed).
+// be scanned is refused (fail closed); one refused because every
+// connection stayed busy carries a Retry-After.
 //
 // clamd.conf matters: clamd refuses a stream longer than its
 // StreamMaxLength (default 25 MiB) with ErrStreamTooLong, so set it at least
-// as large as MAX_UPLOAD_BYTES; clamd drops a stream that pauses longer than
-// its ReadTimeout (default 120s), so an upload that stalls that long fails;
-// and MaxConns should stay within clamd's MaxThreads (default 10) shared by
-// every instance, or scans queue inside clamd, under VerdictTimeout.
+// as large as MAX_UPLOAD_BYTES; and MaxConns should stay within clamd's
+// MaxThreads (default 10) shared by every instance, or scans queue inside
+// clamd, under VerdictTimeout.
 package clamd
 
 import (
@@ -30,8 +33,10 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -41,6 +46,7 @@ const (
 	DefaultIOTimeout      = 30 * time.Second
 	DefaultVerdictTimeout = 120 * time.Second
 	DefaultMaxConns       = 8
+	DefaultWaitTimeout    = 10 * time.Second
 	DefaultChunkSize      = 64 << 10
 	// MaxChunkSize is the largest ChunkSize New accepts.
 	MaxChunkSize = 16 << 20
@@ -65,6 +71,11 @@ type Config struct {
 	// a free one. Ping and Version are short and not counted, so that a
 	// busy scanner still answers readiness checks.
 	MaxConns int
+	// WaitTimeout bounds Scan's wait for a free connection while MaxConns
+	// scans are open (default 10s); past it the scan is refused as busy
+	// (ErrScannerUnavailable with a Retry-After), so that a burst of
+	// uploads gets a clear answer instead of a queue without end.
+	WaitTimeout time.Duration
 	// ChunkSize is the largest INSTREAM chunk (default 64 KiB; at most
 	// MaxChunkSize). Write slices its input, it does not copy it.
 	ChunkSize int
@@ -76,6 +87,19 @@ type Client struct {
 	dialer net.Dialer
 	// slots holds a token per open scan; its capacity is MaxConns.
 	slots chan struct{}
+	// waiting counts the scans waiting for a slot (Stats).
+	waiting atomic.Int64
+}
+
+// Stats is how busy a Client is: its scans open (InUse, at most Max) and
+// those waiting for one of them.
+type Stats struct {
+	InUse, Max, Waiting int
+}
+
+// Stats returns how busy c is now.
+func (c *Client) Stats() Stats {
+	return Stats{InUse: len(c.slots), Max: cap(c.slots), Waiting: int(c.waiting.Load())}
 }
 
 var _ storage.Scanner = (*Client)(nil)
@@ -100,6 +124,7 @@ func New(cfg Config) (*Client, error) {
 		{"DialTimeout", &cfg.DialTimeout, DefaultDialTimeout},
 		{"IOTimeout", &cfg.IOTimeout, DefaultIOTimeout},
 		{"VerdictTimeout", &cfg.VerdictTimeout, DefaultVerdictTimeout},
+		{"WaitTimeout", &cfg.WaitTimeout, DefaultWaitTimeout},
 	} {
 		switch {
 		case *d.v < 0:
@@ -207,7 +232,8 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	return conn, nil
 }
 
-// acquire waits for a free slot of the MaxConns bound, or for ctx.
+// acquire waits for a free slot of the MaxConns bound, at most
+// WaitTimeout and within ctx.
 func (c *Client) acquire(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return unavailable(fmt.Errorf("wait for a clamd connection: %w", err))
@@ -215,10 +241,31 @@ func (c *Client) acquire(ctx context.Context) error {
 	select {
 	case c.slots <- struct{}{}:
 		return nil
+	default:
+	}
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	wait := time.NewTimer(c.cfg.WaitTimeout)
+	defer wait.Stop()
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	case <-wait.C:
+		return errBusy.Wrap(fmt.Errorf("no clamd connection free within %s (%d in use)", c.cfg.WaitTimeout, c.cfg.MaxConns))
 	case <-ctx.Done():
 		return unavailable(fmt.Errorf("wait for a clamd connection (%d in use): %w", c.cfg.MaxConns, ctx.Err()))
 	}
 }
+
+// busyRetryAfter is what a scan refused as busy tells the client to wait.
+const busyRetryAfter = 2 * time.Second
+
+// errBusy is a scan refused because every connection stayed in use.
+var errBusy = func() *core.Error {
+	e := storage.ErrScannerUnavailable.WithMessage("The malware scanner is busy; nothing was stored, try again shortly")
+	e.RetryAfter = busyRetryAfter
+	return e
+}()
 
 func (c *Client) release() { <-c.slots }
 

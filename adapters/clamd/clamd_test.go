@@ -370,56 +370,6 @@ func TestScan_CancelWhileWaitingForVerdict(t *testing.T) {
 	}
 }
 
-func TestScan_MaxConnsBound(t *testing.T) {
-	checkNothingLeft(t)
-	f := startFake(t, "tcp", always(behave))
-	cfg := f.config()
-	cfg.MaxConns = 2
-	c := newClient(t, cfg)
-	s1, err := c.Scan(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
-	s2, err := c.Scan(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-
-	// A third waits; its ctx ends the wait without a connection.
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	_, err = c.Scan(ctx)
-	wantUnavailable(t, err, context.DeadlineExceeded)
-	if n := f.accepted.Load(); n != 2 {
-		t.Fatalf("clamd accepted %d connections, want 2", n)
-	}
-
-	// A third waits until one closes.
-	got := make(chan error, 1)
-	go func() {
-		s3, err := c.Scan(t.Context())
-		if err == nil {
-			_, err = s3.Verdict()
-			_ = s3.Close()
-		}
-		got <- err
-	}()
-	if _, err := s1.Write([]byte("one")); err != nil {
-		t.Fatal(err)
-	}
-	if sig, err := s1.Verdict(); err != nil || sig != "" {
-		t.Fatalf("first scan: %q, %v", sig, err)
-	}
-	if err := <-got; err != nil {
-		t.Fatalf("third scan: %v", err)
-	}
-	if sig, err := s2.Verdict(); err != nil || sig != "" {
-		t.Fatalf("second scan: %q, %v", sig, err)
-	}
-}
-
 func TestPingAndVersion(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
@@ -495,7 +445,7 @@ func TestNew(t *testing.T) {
 	}
 	want := Config{Network: "unix", Address: "/run/clamav/clamd.ctl",
 		DialTimeout: 5 * time.Second, IOTimeout: 30 * time.Second, VerdictTimeout: 120 * time.Second,
-		MaxConns: 8, ChunkSize: 64 << 10}
+		MaxConns: 8, WaitTimeout: 10 * time.Second, ChunkSize: 64 << 10}
 	if got := c.Config(); got != want {
 		t.Fatalf("defaults: %+v, want %+v", got, want)
 	}

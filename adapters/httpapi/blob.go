@@ -176,6 +176,9 @@ func readUploadForm(form *multipart.Reader) (storage.UploadInput, error) {
 				return in, err
 			}
 		case "businessLocationId":
+			if _, ok := core.ParseID(value); !ok && value != "" {
+				return in, storage.ErrInvalidLocationID
+			}
 			in.BusinessLocationID = value
 		case "practiceId":
 			in.PracticeID = value

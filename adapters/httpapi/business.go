@@ -212,13 +212,21 @@ func (s *Server) listLocations(w http.ResponseWriter, r *http.Request) {
 	writeSuccess(w, http.StatusOK, "Business locations fetched successfully", out)
 }
 
+// createLocation checks the caller's role before it reads the form: a
+// stranger's or a staff member's body, logo included, is never read.
 func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) {
+	businessID := mux.Vars(r)["businessId"]
+	if err := s.business.AuthorizeLocationCreate(r.Context(), businessID); err != nil {
+		refuseUnread(w)
+		s.writeError(w, r, err)
+		return
+	}
 	in, logo, err := s.readLocationForm(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := s.business.CreateLocation(r.Context(), mux.Vars(r)["businessId"], in, logo)
+	l, err := s.business.CreateLocation(r.Context(), businessID, in, logo)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -228,9 +236,22 @@ func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// refuseUnread makes the answer to a request whose body is refused unread
+// close the connection: net/http would otherwise read up to 256 KiB more
+// of the body (all of a chunked one's, as slowly as it comes) before it
+// answers, to keep the connection.
+func refuseUnread(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+
+// updateLocation checks the caller's role before it reads the form, as
+// createLocation does.
 func (s *Server) updateLocation(w http.ResponseWriter, r *http.Request) {
 	id, err := pathInt(r, "locationId")
 	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.business.AuthorizeLocationUpdate(r.Context(), id); err != nil {
+		refuseUnread(w)
 		s.writeError(w, r, err)
 		return
 	}

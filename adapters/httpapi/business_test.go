@@ -169,7 +169,7 @@ func TestCreateLocation_AcceptsJSONGroupsAndFlatFieldsAlike(t *testing.T) {
 	m := &BusinessMock{CreateLocationFunc: func(_ context.Context, id string, in business.LocationInput, logo *business.Logo) (business.Location, error) {
 		inputs, logos = append(inputs, in), append(logos, logo)
 		return business.Location{ID: 12, Name: *in.Name}, nil
-	}}
+	}, AuthorizeLocationCreateFunc: func(context.Context, string) error { return nil }}
 	s := newBusinessServer(t, m)
 	png := "\x89PNG\r\n\x1a\nrest"
 	forms := [][]formPart{
@@ -207,7 +207,7 @@ func TestCreateLocation_AcceptsJSONGroupsAndFlatFieldsAlike(t *testing.T) {
 func TestLocationForm_RefusesBadForms(t *testing.T) {
 	m := &BusinessMock{UpdateLocationFunc: func(context.Context, int64, business.LocationInput, *business.Logo) (business.Location, error) {
 		return business.Location{ID: 3, Name: "x"}, nil
-	}}
+	}, AuthorizeLocationUpdateFunc: func(context.Context, int64) error { return nil }}
 	s := newBusinessServer(t, m)
 	tests := []struct {
 		name   string

@@ -80,7 +80,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		auditDetailOf(r.Context(), e.Detail)
 	}
 	status := statusOf[e.Kind]
-	if e.Kind == core.KindRateLimited && e.RetryAfter > 0 {
+	if (e.Kind == core.KindRateLimited || e.Kind == core.KindUnavailable) && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	if e.Kind == core.KindUnauthenticated {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -131,5 +132,22 @@ func TestListings_PageAndLimitMustBeWholeNumbersInRange(t *testing.T) {
 	w = do(t, s, "POST", "/api/v1/search", strings.NewReader(`{"pagination":{"page":99999999999999999999}}`), "Content-Type", "application/json")
 	if e := errEnvelope(t, w); w.Code != 400 || e.Code != "invalid_json" || !strings.Contains(e.Message, "pagination.page must be an integer") {
 		t.Errorf("search: %d %s %q", w.Code, e.Code, e.Message)
+	}
+}
+
+// An upload refused because the scanner stayed busy is 503
+// scanner_unavailable with a Retry-After: the client learns when to try
+// again.
+func TestUpload_ABusyScannerIs503WithRetryAfter(t *testing.T) {
+	busy := storage.ErrScannerUnavailable.WithMessage("The malware scanner is busy; nothing was stored, try again shortly")
+	busy.RetryAfter = 1500 * time.Millisecond
+	st := &StorageMock{UploadFunc: func(_ context.Context, in storage.UploadInput) (storage.Blob, error) {
+		io.Copy(io.Discard, in.Body)
+		return storage.Blob{}, busy
+	}}
+	body, ct := form(t, part{"originalFilename", "a.png"}, part{"contentType", "image/png"}, part{"fileSize", "9"}, part{"file", "\x89PNG-data"})
+	w := do(t, newTestServer(t, st), "POST", "/cloud-blob/upload", body, "Content-Type", ct)
+	if e := errEnvelope(t, w); w.Code != 503 || e.Code != "scanner_unavailable" || w.Header().Get("Retry-After") != "2" {
+		t.Fatalf("busy scanner: %d %s %q", w.Code, e.Code, w.Header().Get("Retry-After"))
 	}
 }

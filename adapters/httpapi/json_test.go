@@ -274,10 +274,12 @@ func TestJSONEndpoints_RefuseDeepNestingBeforeTheCore(t *testing.T) {
 	if tried < 8 {
 		t.Fatalf("only %d operations take a JSON body", tried)
 	}
-	// The location form's JSON-valued groups are read by the same decoder.
+	// The location form's JSON-valued groups are read by the same decoder
+	// (once the caller's role allows reading the form at all).
+	manager := newBusinessServer(t, &BusinessMock{AuthorizeLocationUpdateFunc: func(context.Context, int64) error { return nil }})
 	for _, group := range []string{"generalInfo", "address"} {
 		body, ct := locationForm(t, formPart{name: group, value: strings.Repeat("[", maxFieldBytes)})
-		w := biz(t, s, "PUT", "/business/location/3/update", body, "Content-Type", ct)
+		w := biz(t, manager, "PUT", "/business/location/3/update", body, "Content-Type", ct)
 		if e := errEnvelope(t, w); w.Code != 400 || e.Code != "invalid_json" || !strings.Contains(e.Message, "deeper than 64") {
 			t.Errorf("%s part: %d %s %q", group, w.Code, e.Code, e.Message)
 		}

@@ -259,6 +259,12 @@ var _ ports.Business = &BusinessMock{}
 //			AddMemberFunc: func(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error) {
 //				panic("mock out the AddMember method")
 //			},
+//			AuthorizeLocationCreateFunc: func(ctx context.Context, businessID string) error {
+//				panic("mock out the AuthorizeLocationCreate method")
+//			},
+//			AuthorizeLocationUpdateFunc: func(ctx context.Context, id int64) error {
+//				panic("mock out the AuthorizeLocationUpdate method")
+//			},
 //			BusinessFunc: func(ctx context.Context, id string) (business.Business, error) {
 //				panic("mock out the Business method")
 //			},
@@ -307,6 +313,12 @@ type BusinessMock struct {
 
 	// AddMemberFunc mocks the AddMember method.
 	AddMemberFunc func(ctx context.Context, businessID string, subject string, role core.Role) (business.Member, error)
+
+	// AuthorizeLocationCreateFunc mocks the AuthorizeLocationCreate method.
+	AuthorizeLocationCreateFunc func(ctx context.Context, businessID string) error
+
+	// AuthorizeLocationUpdateFunc mocks the AuthorizeLocationUpdate method.
+	AuthorizeLocationUpdateFunc func(ctx context.Context, id int64) error
 
 	// BusinessFunc mocks the Business method.
 	BusinessFunc func(ctx context.Context, id string) (business.Business, error)
@@ -365,6 +377,20 @@ type BusinessMock struct {
 			Subject string
 			// Role is the role argument value.
 			Role core.Role
+		}
+		// AuthorizeLocationCreate holds details about calls to the AuthorizeLocationCreate method.
+		AuthorizeLocationCreate []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BusinessID is the businessID argument value.
+			BusinessID string
+		}
+		// AuthorizeLocationUpdate holds details about calls to the AuthorizeLocationUpdate method.
+		AuthorizeLocationUpdate []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// ID is the id argument value.
+			ID int64
 		}
 		// Business holds details about calls to the Business method.
 		Business []struct {
@@ -469,20 +495,22 @@ type BusinessMock struct {
 			Logo *business.Logo
 		}
 	}
-	lockAddHours         sync.RWMutex
-	lockAddMember        sync.RWMutex
-	lockBusiness         sync.RWMutex
-	lockChangeMemberRole sync.RWMutex
-	lockCreateLocation   sync.RWMutex
-	lockDeleteHours      sync.RWMutex
-	lockEditBusiness     sync.RWMutex
-	lockHours            sync.RWMutex
-	lockLocations        sync.RWMutex
-	lockMembers          sync.RWMutex
-	lockProviders        sync.RWMutex
-	lockRemoveMember     sync.RWMutex
-	lockUpdateHours      sync.RWMutex
-	lockUpdateLocation   sync.RWMutex
+	lockAddHours                sync.RWMutex
+	lockAddMember               sync.RWMutex
+	lockAuthorizeLocationCreate sync.RWMutex
+	lockAuthorizeLocationUpdate sync.RWMutex
+	lockBusiness                sync.RWMutex
+	lockChangeMemberRole        sync.RWMutex
+	lockCreateLocation          sync.RWMutex
+	lockDeleteHours             sync.RWMutex
+	lockEditBusiness            sync.RWMutex
+	lockHours                   sync.RWMutex
+	lockLocations               sync.RWMutex
+	lockMembers                 sync.RWMutex
+	lockProviders               sync.RWMutex
+	lockRemoveMember            sync.RWMutex
+	lockUpdateHours             sync.RWMutex
+	lockUpdateLocation          sync.RWMutex
 }
 
 // AddHours calls AddHoursFunc.
@@ -566,6 +594,78 @@ func (mock *BusinessMock) AddMemberCalls() []struct {
 	mock.lockAddMember.RLock()
 	calls = mock.calls.AddMember
 	mock.lockAddMember.RUnlock()
+	return calls
+}
+
+// AuthorizeLocationCreate calls AuthorizeLocationCreateFunc.
+func (mock *BusinessMock) AuthorizeLocationCreate(ctx context.Context, businessID string) error {
+	if mock.AuthorizeLocationCreateFunc == nil {
+		panic("BusinessMock.AuthorizeLocationCreateFunc: method is nil but Business.AuthorizeLocationCreate was just called")
+	}
+	callInfo := struct {
+		Ctx        context.Context
+		BusinessID string
+	}{
+		Ctx:        ctx,
+		BusinessID: businessID,
+	}
+	mock.lockAuthorizeLocationCreate.Lock()
+	mock.calls.AuthorizeLocationCreate = append(mock.calls.AuthorizeLocationCreate, callInfo)
+	mock.lockAuthorizeLocationCreate.Unlock()
+	return mock.AuthorizeLocationCreateFunc(ctx, businessID)
+}
+
+// AuthorizeLocationCreateCalls gets all the calls that were made to AuthorizeLocationCreate.
+// Check the length with:
+//
+//	len(mockedBusiness.AuthorizeLocationCreateCalls())
+func (mock *BusinessMock) AuthorizeLocationCreateCalls() []struct {
+	Ctx        context.Context
+	BusinessID string
+} {
+	var calls []struct {
+		Ctx        context.Context
+		BusinessID string
+	}
+	mock.lockAuthorizeLocationCreate.RLock()
+	calls = mock.calls.AuthorizeLocationCreate
+	mock.lockAuthorizeLocationCreate.RUnlock()
+	return calls
+}
+
+// AuthorizeLocationUpdate calls AuthorizeLocationUpdateFunc.
+func (mock *BusinessMock) AuthorizeLocationUpdate(ctx context.Context, id int64) error {
+	if mock.AuthorizeLocationUpdateFunc == nil {
+		panic("BusinessMock.AuthorizeLocationUpdateFunc: method is nil but Business.AuthorizeLocationUpdate was just called")
+	}
+	callInfo := struct {
+		Ctx context.Context
+		ID  int64
+	}{
+		Ctx: ctx,
+		ID:  id,
+	}
+	mock.lockAuthorizeLocationUpdate.Lock()
+	mock.calls.AuthorizeLocationUpdate = append(mock.calls.AuthorizeLocationUpdate, callInfo)
+	mock.lockAuthorizeLocationUpdate.Unlock()
+	return mock.AuthorizeLocationUpdateFunc(ctx, id)
+}
+
+// AuthorizeLocationUpdateCalls gets all the calls that were made to AuthorizeLocationUpdate.
+// Check the length with:
+//
+//	len(mockedBusiness.AuthorizeLocationUpdateCalls())
+func (mock *BusinessMock) AuthorizeLocationUpdateCalls() []struct {
+	Ctx context.Context
+	ID  int64
+} {
+	var calls []struct {
+		Ctx context.Context
+		ID  int64
+	}
+	mock.lockAuthorizeLocationUpdate.RLock()
+	calls = mock.calls.AuthorizeLocationUpdate
+	mock.lockAuthorizeLocationUpdate.RUnlock()
 	return calls
 }
 

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,24 +65,120 @@ func TestReadyz_NotReadyIsTheErrorEnvelope(t *testing.T) {
 	}
 }
 
-// The scanner shows in /readyz: up with its version, or unavailable; a
-// scanner that is down leaves the service ready (uploads refuse alone).
-func TestReadyz_ReportsTheScanner(t *testing.T) {
+// The scanner shows in /readyz: up or unavailable, with its connections'
+// load; never its version (the caller is anonymous). A scanner that is
+// down leaves the service ready (uploads refuse alone).
+func TestReadyz_ReportsTheScannerAndItsLoadButNotItsVersion(t *testing.T) {
 	tests := []struct {
 		state ScannerState
+		load  ScannerLoad
 		want  string
 	}{
-		{ScannerState{Version: "ClamAV 1.4.6/27500/Wed Nov 25 09:00:00 2026"},
-			`{"status":"ready","scanner":{"status":"up","version":"ClamAV 1.4.6/27500/Wed Nov 25 09:00:00 2026"}}`},
-		{ScannerState{Err: errors.New("dial unix /run/clamd.sock: connect: no such file")},
-			`{"status":"ready","scanner":{"status":"unavailable","version":null}}`},
+		{ScannerState{}, ScannerLoad{InUse: 3, Max: 8},
+			`{"status":"ready","scanner":{"status":"up","connectionsInUse":3,"maxConnections":8,"waiting":0,"saturated":false}}`},
+		{ScannerState{}, ScannerLoad{InUse: 8, Max: 8, Waiting: 2},
+			`{"status":"ready","scanner":{"status":"up","connectionsInUse":8,"maxConnections":8,"waiting":2,"saturated":true}}`},
+		{ScannerState{Err: errors.New("dial unix /run/clamd.sock: connect: no such file")}, ScannerLoad{Max: 8},
+			`{"status":"ready","scanner":{"status":"unavailable","connectionsInUse":0,"maxConnections":8,"waiting":0,"saturated":false}}`},
 	}
 	for _, tt := range tests {
 		s := readyServer(nil, nil)
 		s.scanner = func(context.Context) ScannerState { return tt.state }
+		s.scannerLoad = func() ScannerLoad { return tt.load }
 		w := do(t, s, "GET", "/readyz", nil, "Authorization", "")
 		if w.Code != 200 || strings.TrimSpace(w.Body.String()) != tt.want {
 			t.Errorf("readyz: %d %s\nwant %s", w.Code, w.Body, tt.want)
 		}
 	}
+}
+
+// countingProbes makes s's dependencies and scanner count their probes;
+// each probe waits for release when it is set.
+func countingProbes(s *Server, ready error, release <-chan struct{}) (deps, scans *atomic.Int64) {
+	deps, scans = new(atomic.Int64), new(atomic.Int64)
+	s.ready = func(context.Context) error {
+		deps.Add(1)
+		if release != nil {
+			<-release
+		}
+		return ready
+	}
+	s.scanner = func(context.Context) ScannerState { scans.Add(1); return ScannerState{} }
+	return deps, scans
+}
+
+// Anonymous callers, however many at once, cause one probe of the
+// dependencies and the scanner; its answer serves /readyz for the TTL,
+// a failure as well as a success.
+func TestReadyz_OneProbeAtATimeAnsweringForTheTTL(t *testing.T) {
+	for _, ready := range []error{nil, errors.New("dial tcp: refused")} {
+		synctest.Test(t, func(t *testing.T) {
+			s := readyServer(nil, nil)
+			release := make(chan struct{})
+			deps, scans := countingProbes(s, ready, release)
+			want := 200
+			if ready != nil {
+				want = 503
+			}
+			codes := make(chan int, 20)
+			for range 20 {
+				go func() { codes <- do(t, s, "GET", "/readyz", nil, "Authorization", "").Code }()
+			}
+			synctest.Wait() // every caller is waiting for the one probe
+			if n := deps.Load(); n != 1 {
+				t.Fatalf("%d probes in flight for 20 callers, want 1", n)
+			}
+			close(release)
+			for range 20 {
+				if c := <-codes; c != want {
+					t.Fatalf("readyz %d, want %d", c, want)
+				}
+			}
+			time.Sleep(DefaultReadyTTL - time.Millisecond)
+			if c := do(t, s, "GET", "/readyz", nil, "Authorization", "").Code; c != want || deps.Load() != 1 {
+				t.Fatalf("within the TTL: %d after %d probes; want %d after 1", c, deps.Load(), want)
+			}
+			time.Sleep(time.Millisecond)
+			do(t, s, "GET", "/readyz", nil, "Authorization", "")
+			if deps.Load() != 2 {
+				t.Fatalf("after the TTL: %d probes, want 2", deps.Load())
+			}
+			if ready == nil && scans.Load() != 2 {
+				t.Fatalf("%d scanner probes, want 2", scans.Load())
+			}
+		})
+	}
+}
+
+// A caller that hangs up while the probe runs neither fails it nor leaves
+// the callers after it without an answer.
+func TestReadyz_ACallerThatHangsUpDoesNotFailTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := readyServer(nil, nil)
+		release := make(chan struct{})
+		var probeErr error
+		s.ready = func(ctx context.Context) error {
+			<-release
+			probeErr = ctx.Err()
+			return nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		first := make(chan int, 1)
+		go func() {
+			r := httptest.NewRequestWithContext(ctx, "GET", "/readyz", nil)
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			first <- w.Code
+		}()
+		synctest.Wait()
+		cancel()
+		close(release)
+		<-first
+		if probeErr != nil {
+			t.Fatalf("the probe ran with a done context: %v", probeErr)
+		}
+		if c := do(t, s, "GET", "/readyz", nil, "Authorization", "").Code; c != 200 {
+			t.Fatalf("readyz after a caller hung up: %d", c)
+		}
+	})
 }

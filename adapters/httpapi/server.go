@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -52,8 +53,12 @@ type Config struct {
 	// shown by /readyz (nil: none).
 	Sync func() []SyncState
 	// Scanner checks the malware scanner for /readyz (nil: uploads are
-	// not scanned).
-	Scanner            func(ctx context.Context) ScannerState
+	// not scanned), and ScannerLoad tells how busy its connections are.
+	Scanner     func(ctx context.Context) ScannerState
+	ScannerLoad func() ScannerLoad
+	// ReadyTTL is how long one probe of Ready and Scanner answers /readyz
+	// (0: DefaultReadyTTL).
+	ReadyTTL           time.Duration
 	MaxUploadBytes     int64
 	CORSAllowedOrigins []string
 	// StallTimeout cuts off a streaming body that moves no byte for this
@@ -78,6 +83,8 @@ type Server struct {
 	ready        func(ctx context.Context) error
 	sync         func() []SyncState
 	scanner      func(ctx context.Context) ScannerState
+	scannerLoad  func() ScannerLoad
+	readiness    *readiness
 	maxUpload    int64
 	corsOrigins  []string
 	stallTimeout time.Duration
@@ -104,6 +111,7 @@ func New(cfg Config) *Server {
 		ready:        cfg.Ready,
 		sync:         cfg.Sync,
 		scanner:      cfg.Scanner,
+		scannerLoad:  cfg.ScannerLoad,
 		maxUpload:    cfg.MaxUploadBytes,
 		corsOrigins:  cfg.CORSAllowedOrigins,
 		stallTimeout: cfg.StallTimeout,
@@ -116,6 +124,7 @@ func New(cfg Config) *Server {
 	if s.auditor == nil {
 		s.auditor = noAudit{}
 	}
+	s.readiness = &readiness{check: s.probe, ttl: cmp.Or(cfg.ReadyTTL, DefaultReadyTTL)}
 	if cfg.Tracer != nil {
 		s.tracer = cfg.Tracer.Tracer(tracerName)
 	}
@@ -156,17 +165,4 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-var errNotReady = &core.Error{Kind: core.KindUnavailable, Code: "not_ready", Message: "A dependency is not reachable"}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	if err := s.ready(ctx); err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "not ready", slog.String("error", err.Error()))
-		s.writeError(w, r, errNotReady)
-		return
-	}
-	writeJSON(w, http.StatusOK, readyJSON{Status: "ready", Sync: s.syncStates(), Scanner: s.scannerState(ctx)})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/carebridge/carebridge/core/business"
 	"github.com/carebridge/carebridge/core/storage"
 )
 
@@ -26,8 +27,12 @@ const blobColumns = `id, blob_name, container_name, original_filename, content_t
 // blobBusiness is, in a statement on blob_entries, the business of the
 // entry's location as text, empty when the entry has no location or its
 // location is gone (business_location_id is text, not a reference).
+// Uploads store the location id in digits only (core.ParseID); rows stored
+// before that may hold "+5" or "05", which the access check reads as
+// location 5, and which name its business here too. The pattern keeps the
+// cast within bigint.
 const blobBusiness = `coalesce((SELECT l.business_id::text FROM business_locations l WHERE l.id =
-	CASE WHEN blob_entries.business_location_id ~ '^[0-9]{1,18}$' THEN blob_entries.business_location_id::bigint END), '')`
+	CASE WHEN blob_entries.business_location_id ~ '^[+]?0*[0-9]{1,18}$' THEN blob_entries.business_location_id::bigint END), '')`
 
 // Insert stores b and sets its ID, times and BusinessID, and writes the
 // request's pending audit event (audit.Pending, naming b and its business)
@@ -141,6 +146,33 @@ func (r *BlobRepo) Delete(ctx context.Context, id int64) (storage.Blob, error) {
 		return storage.Blob{}, fmt.Errorf("delete blob entry %d: %w", id, err)
 	}
 	return b, nil
+}
+
+// LogoRepo drops the blob entries of replaced logos within the business
+// core's transaction; it implements business.LogoRepo.
+type LogoRepo struct {
+	db dbtx
+}
+
+// Drop deletes blob entry id and returns what it named: its object and
+// the location and business it belonged to. found is false when there is
+// no such entry.
+func (r *LogoRepo) Drop(ctx context.Context, id int64) (business.DroppedLogo, bool, error) {
+	var (
+		d        business.DroppedLogo
+		location *string
+	)
+	err := r.db.QueryRow(ctx, `DELETE FROM blob_entries WHERE id = $1
+		RETURNING id, container_name, blob_name, business_location_id, `+blobBusiness, id).
+		Scan(&d.BlobID, &d.Container, &d.Object, &location, &d.BusinessID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return business.DroppedLogo{}, false, nil
+	}
+	if err != nil {
+		return business.DroppedLogo{}, false, fmt.Errorf("drop logo blob entry %d: %w", id, err)
+	}
+	d.LocationID = deref(location)
+	return d, true, nil
 }
 
 func nullable(s string) *string {

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,5 +131,30 @@ func TestIntegrationBlobRepo_KnownAndTheSweepClaim(t *testing.T) {
 	}
 	if ran, err := db.SweepClaim(ctx, func(context.Context) error { return nil }); err != nil || !ran {
 		t.Fatalf("claim after release: ran %v, %v", ran, err)
+	}
+}
+
+// A location id stored before ids were read strictly ("+5", "05") names the
+// business of location 5, as the access check reads it; a number too large
+// for a location id names none, and fails nothing.
+func TestIntegrationBlobRepo_LegacyLocationIDsNameTheirBusiness(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	repo := db.Blobs()
+	biz := seedBusiness(t, db, "owner-legacy")
+	loc := fmt.Sprint(seedLocation(t, db, biz, "Main street").ID)
+	for stored, want := range map[string]string{
+		loc: biz.ID, "+" + loc: biz.ID, "00" + loc: biz.ID,
+		"9223372036854775808": "", "99999999999999999999": "", "-" + loc: "", "+": "",
+	} {
+		b := storage.Blob{Name: "obj-" + stored, Container: storage.ContainerUploads, OriginalFilename: "a.txt",
+			ContentType: "text/plain", Size: 1, UploadedBy: "alice", SHA256: "ab", BusinessLocationID: stored}
+		if err := repo.Insert(ctx, &b); err != nil || b.BusinessID != want {
+			t.Errorf("insert with location %q: %v, business %q, want %q", stored, err, b.BusinessID, want)
+			continue
+		}
+		if got, err := repo.Get(ctx, b.ID); err != nil || got.BusinessID != want {
+			t.Errorf("get with location %q: %v, business %q, want %q", stored, err, got.BusinessID, want)
+		}
 	}
 }

@@ -252,3 +252,61 @@ func TestIntegrationLocationRepo_UpdateMissingOrBadLogo(t *testing.T) {
 		t.Fatalf("a failed update changed the row: %+v, %v", got, err)
 	}
 }
+
+// A replaced logo's row is dropped in the transaction of the replacement:
+// it goes when the change commits, with what the core needs to remove its
+// object and name its business, and stays when the change rolls back.
+func TestIntegrationLogoRepo_DropsTheReplacedLogoWithTheChange(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t)
+	b := seedBusiness(t, db, "owner-1")
+	oldLogo, newLogo := seedLogo(t, db, "old-logo"), seedLogo(t, db, "new-logo")
+	l := fullLocation(b.ID, oldLogo)
+	if err := db.Locations().Create(ctx, &l); err != nil {
+		t.Fatal(err)
+	}
+	replace := func(fail error) (business.DroppedLogo, bool, error) {
+		var d business.DroppedLogo
+		var found bool
+		err := db.BusinessTx().WithinTx(ctx, func(ctx context.Context, r business.Repos) error {
+			if _, err := r.Locations.Update(ctx, l.ID, func(l *business.Location) error { l.LogoBlobID = newLogo; return nil }); err != nil {
+				return err
+			}
+			var err error
+			if d, found, err = r.Logos.Drop(ctx, oldLogo); err != nil {
+				return err
+			}
+			return fail
+		})
+		return d, found, err
+	}
+
+	if _, _, err := replace(errors.New("boom")); err == nil {
+		t.Fatal("the failing change committed")
+	}
+	if _, err := db.Blobs().Get(ctx, oldLogo); err != nil {
+		t.Fatalf("the old logo went with a change that rolled back: %v", err)
+	}
+
+	d, found, err := replace(nil)
+	want := business.DroppedLogo{BlobID: oldLogo, Container: "images", Object: "old-logo", LocationID: fmt.Sprint(l.ID), BusinessID: b.ID}
+	if err != nil || !found || d != want {
+		t.Fatalf("drop: %+v, %v, %v; want %+v", d, found, err, want)
+	}
+	if _, err := db.Blobs().Get(ctx, oldLogo); !errors.Is(err, storage.ErrBlobNotFound) {
+		t.Fatalf("the old logo's row after the change: %v", err)
+	}
+	if got, err := db.Locations().Get(ctx, l.ID); err != nil || got.LogoBlobID != newLogo {
+		t.Fatalf("location after the change: %+v, %v", got, err)
+	}
+	err = db.BusinessTx().WithinTx(ctx, func(ctx context.Context, r business.Repos) error {
+		_, found, err := r.Logos.Drop(ctx, oldLogo)
+		if found {
+			t.Error("a dropped logo was found again")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -91,7 +91,7 @@ func (s *Store) BusinessTx() BusinessTx { return BusinessTx{s} }
 func (b BusinessTx) WithinTx(ctx context.Context, fn func(ctx context.Context, r business.Repos) error) error {
 	return b.s.withinTx(ctx, func(t *txn) error {
 		return fn(ctx, business.Repos{Businesses: &BusinessRepo{db: t}, Locations: &LocationRepo{db: t},
-			Hours: &HoursRepo{db: t}, Outbox: &Outbox{db: t}})
+			Hours: &HoursRepo{db: t}, Logos: &LogoRepo{db: t}, Outbox: &Outbox{db: t}})
 	})
 }
 

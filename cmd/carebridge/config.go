@@ -111,6 +111,27 @@ func loadServerConfig(getenv env, cfg *app.Config, bad badFunc) {
 	}
 }
 
+// loadScannerLimits reads how many scans an instance keeps open at once
+// (CLAMD_MAX_CONNECTIONS: the instances together should stay within
+// clamd's MaxThreads) and how long an upload waits for one before it is
+// refused as busy (CLAMD_WAIT_TIMEOUT).
+func loadScannerLimits(getenv env, sc *clamd.Config, bad badFunc) {
+	if v := getenv.or("CLAMD_MAX_CONNECTIONS", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			bad("CLAMD_MAX_CONNECTIONS", "must be a number of connections from 1 to 1000, got %q", v)
+		}
+		sc.MaxConns = n
+	}
+	if v := getenv.or("CLAMD_WAIT_TIMEOUT", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			bad("CLAMD_WAIT_TIMEOUT", "must be a positive Go duration such as 10s, got %q", v)
+		}
+		sc.WaitTimeout = d
+	}
+}
+
 // loadStorageConfig reads the blob store, its encryption keys and the
 // malware scanner.
 func loadStorageConfig(getenv env, cfg *app.Config, bad badFunc) {
@@ -125,6 +146,7 @@ func loadStorageConfig(getenv env, cfg *app.Config, bad badFunc) {
 			bad("CLAMD_ADDRESS", "must be tcp://host:port or unix:///path/to/clamd.sock: %v", err)
 		}
 		cfg.Scanner = &clamd.Config{Network: network, Address: address}
+		loadScannerLimits(getenv, cfg.Scanner, bad)
 	}
 
 	id := getenv.or("CLOUD_STORAGE_ENCRYPTION_KEY_ID", "")

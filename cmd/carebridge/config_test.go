@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -380,6 +381,29 @@ func TestLoadConfig_WebhookAllowPrivate(t *testing.T) {
 		}
 		if cfg.WebhookAllowPrivate != want {
 			t.Errorf("WEBHOOK_ALLOW_PRIVATE=%q: %v, want %v", v, cfg.WebhookAllowPrivate, want)
+		}
+	}
+}
+
+func TestLoadConfig_ScannerLimits(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "OIDC_ISSUER_URL": "https://id.example", "OIDC_AUDIENCE": "a", "CLAMD_ADDRESS": "tcp://127.0.0.1:3310"}
+	with := func(extra map[string]string) map[string]string {
+		m := maps.Clone(base)
+		maps.Copy(m, extra)
+		return m
+	}
+	cfg, _, err := loadConfig(envOf(with(map[string]string{"CLAMD_MAX_CONNECTIONS": "4", "CLAMD_WAIT_TIMEOUT": "3s"})))
+	if err != nil || cfg.Scanner == nil || cfg.Scanner.MaxConns != 4 || cfg.Scanner.WaitTimeout != 3*time.Second {
+		t.Fatalf("limits: %+v, %v", cfg.Scanner, err)
+	}
+	cfg, _, err = loadConfig(envOf(base))
+	if err != nil || cfg.Scanner.MaxConns != 0 || cfg.Scanner.WaitTimeout != 0 { // clamd's defaults apply
+		t.Fatalf("without limits: %+v, %v", cfg.Scanner, err)
+	}
+	_, _, err = loadConfig(envOf(with(map[string]string{"CLAMD_MAX_CONNECTIONS": "0", "CLAMD_WAIT_TIMEOUT": "soon"})))
+	for _, name := range []string{"CLAMD_MAX_CONNECTIONS", "CLAMD_WAIT_TIMEOUT"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("bad %s: %v", name, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package business
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -44,6 +45,7 @@ type fixture struct {
 	providers  *ProviderRepoMock
 	hours      *HoursRepoMock
 	logos      *LogosMock
+	logoRows   *LogoRepoMock
 	tx         *TransactorMock
 	// events are those of the transactions that committed, in order.
 	events []core.Event
@@ -280,10 +282,26 @@ func newFixture(t *testing.T) *fixture {
 			delete(f.blobs, blobID)
 			return nil
 		},
+		RemoveObjectFunc: func(context.Context, string, string) error { return nil },
 	}
+	// A logo's row names its object after its id, at the location of its
+	// business that holds it.
+	f.logoRows = &LogoRepoMock{DropFunc: func(_ context.Context, id int64) (DroppedLogo, bool, error) {
+		if _, ok := f.blobs[id]; !ok {
+			return DroppedLogo{}, false, nil
+		}
+		delete(f.blobs, id)
+		d := DroppedLogo{BlobID: id, Container: "images", Object: fmt.Sprintf("logo-object-%d", id)}
+		for _, l := range f.locs {
+			if l.LogoBlobID == id || id == oldLogoID && l.ID == ownLocID {
+				d.LocationID, d.BusinessID = fmt.Sprint(l.ID), l.BusinessID
+			}
+		}
+		return d, true, nil
+	}}
 	f.tx = &TransactorMock{WithinTxFunc: func(ctx context.Context, fn func(context.Context, Repos) error) error {
 		o := &outbox{}
-		if err := fn(ctx, Repos{Businesses: f.businesses, Locations: f.locations, Hours: f.hours, Outbox: o}); err != nil {
+		if err := fn(ctx, Repos{Businesses: f.businesses, Locations: f.locations, Hours: f.hours, Logos: f.logoRows, Outbox: o}); err != nil {
 			return err
 		}
 		f.events = append(f.events, o.events...)

@@ -6,7 +6,7 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-//go:generate go tool moq -rm -out ports_moq_test.go . BusinessRepo MemberRepo LocationRepo ProviderRepo HoursRepo Logos Transactor
+//go:generate go tool moq -rm -out ports_moq_test.go . BusinessRepo MemberRepo LocationRepo ProviderRepo HoursRepo LogoRepo Logos Transactor
 
 // BusinessRepo keeps businesses.
 type BusinessRepo interface {
@@ -112,7 +112,26 @@ type Repos struct {
 	Businesses BusinessRepo
 	Locations  LocationRepo
 	Hours      HoursRepo
+	Logos      LogoRepo
 	Outbox     core.Outbox
+}
+
+// LogoRepo removes the blob entries of logos that no location refers to
+// any more, in the transaction that replaced them.
+type LogoRepo interface {
+	// Drop deletes the blob entry blobID and returns what it named; found
+	// is false when there is none.
+	Drop(ctx context.Context, blobID int64) (logo DroppedLogo, found bool, err error)
+}
+
+// DroppedLogo is the blob entry of a replaced logo, deleted with the change
+// that replaced it: its object is removed after the change commits.
+type DroppedLogo struct {
+	BlobID     int64
+	Container  string // the object's container
+	Object     string // the object's name in the store
+	LocationID string // the entry's business_location_id
+	BusinessID string // the business of that location, "" when none
 }
 
 // Logos stores location logos as blob entries in container images; app
@@ -121,6 +140,10 @@ type Logos interface {
 	// Store keeps logo as a blob uploaded by the caller in ctx and returns
 	// the blob entry's id.
 	Store(ctx context.Context, logo Logo) (int64, error)
-	// Remove deletes the logo's object and row.
+	// Remove deletes the object and row of a logo that no location refers
+	// to (the caller stored it and the change that was to use it failed).
 	Remove(ctx context.Context, blobID int64) error
+	// RemoveObject deletes the object of a logo whose row was dropped
+	// (LogoRepo.Drop), whoever uploaded it.
+	RemoveObject(ctx context.Context, container, object string) error
 }

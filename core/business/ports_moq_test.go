@@ -1415,6 +1415,78 @@ func (mock *HoursRepoMock) UpdateCalls() []struct {
 	return calls
 }
 
+// Ensure, that LogoRepoMock does implement LogoRepo.
+// If this is not the case, regenerate this file with moq.
+var _ LogoRepo = &LogoRepoMock{}
+
+// LogoRepoMock is a mock implementation of LogoRepo.
+//
+//	func TestSomethingThatUsesLogoRepo(t *testing.T) {
+//
+//		// make and configure a mocked LogoRepo
+//		mockedLogoRepo := &LogoRepoMock{
+//			DropFunc: func(ctx context.Context, blobID int64) (DroppedLogo, bool, error) {
+//				panic("mock out the Drop method")
+//			},
+//		}
+//
+//		// use mockedLogoRepo in code that requires LogoRepo
+//		// and then make assertions.
+//
+//	}
+type LogoRepoMock struct {
+	// DropFunc mocks the Drop method.
+	DropFunc func(ctx context.Context, blobID int64) (DroppedLogo, bool, error)
+
+	// calls tracks calls to the methods.
+	calls struct {
+		// Drop holds details about calls to the Drop method.
+		Drop []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// BlobID is the blobID argument value.
+			BlobID int64
+		}
+	}
+	lockDrop sync.RWMutex
+}
+
+// Drop calls DropFunc.
+func (mock *LogoRepoMock) Drop(ctx context.Context, blobID int64) (DroppedLogo, bool, error) {
+	if mock.DropFunc == nil {
+		panic("LogoRepoMock.DropFunc: method is nil but LogoRepo.Drop was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		BlobID int64
+	}{
+		Ctx:    ctx,
+		BlobID: blobID,
+	}
+	mock.lockDrop.Lock()
+	mock.calls.Drop = append(mock.calls.Drop, callInfo)
+	mock.lockDrop.Unlock()
+	return mock.DropFunc(ctx, blobID)
+}
+
+// DropCalls gets all the calls that were made to Drop.
+// Check the length with:
+//
+//	len(mockedLogoRepo.DropCalls())
+func (mock *LogoRepoMock) DropCalls() []struct {
+	Ctx    context.Context
+	BlobID int64
+} {
+	var calls []struct {
+		Ctx    context.Context
+		BlobID int64
+	}
+	mock.lockDrop.RLock()
+	calls = mock.calls.Drop
+	mock.lockDrop.RUnlock()
+	return calls
+}
+
 // Ensure, that LogosMock does implement Logos.
 // If this is not the case, regenerate this file with moq.
 var _ Logos = &LogosMock{}
@@ -1427,6 +1499,9 @@ var _ Logos = &LogosMock{}
 //		mockedLogos := &LogosMock{
 //			RemoveFunc: func(ctx context.Context, blobID int64) error {
 //				panic("mock out the Remove method")
+//			},
+//			RemoveObjectFunc: func(ctx context.Context, container string, object string) error {
+//				panic("mock out the RemoveObject method")
 //			},
 //			StoreFunc: func(ctx context.Context, logo Logo) (int64, error) {
 //				panic("mock out the Store method")
@@ -1441,6 +1516,9 @@ type LogosMock struct {
 	// RemoveFunc mocks the Remove method.
 	RemoveFunc func(ctx context.Context, blobID int64) error
 
+	// RemoveObjectFunc mocks the RemoveObject method.
+	RemoveObjectFunc func(ctx context.Context, container string, object string) error
+
 	// StoreFunc mocks the Store method.
 	StoreFunc func(ctx context.Context, logo Logo) (int64, error)
 
@@ -1453,6 +1531,15 @@ type LogosMock struct {
 			// BlobID is the blobID argument value.
 			BlobID int64
 		}
+		// RemoveObject holds details about calls to the RemoveObject method.
+		RemoveObject []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// Container is the container argument value.
+			Container string
+			// Object is the object argument value.
+			Object string
+		}
 		// Store holds details about calls to the Store method.
 		Store []struct {
 			// Ctx is the ctx argument value.
@@ -1461,8 +1548,9 @@ type LogosMock struct {
 			Logo Logo
 		}
 	}
-	lockRemove sync.RWMutex
-	lockStore  sync.RWMutex
+	lockRemove       sync.RWMutex
+	lockRemoveObject sync.RWMutex
+	lockStore        sync.RWMutex
 }
 
 // Remove calls RemoveFunc.
@@ -1498,6 +1586,46 @@ func (mock *LogosMock) RemoveCalls() []struct {
 	mock.lockRemove.RLock()
 	calls = mock.calls.Remove
 	mock.lockRemove.RUnlock()
+	return calls
+}
+
+// RemoveObject calls RemoveObjectFunc.
+func (mock *LogosMock) RemoveObject(ctx context.Context, container string, object string) error {
+	if mock.RemoveObjectFunc == nil {
+		panic("LogosMock.RemoveObjectFunc: method is nil but Logos.RemoveObject was just called")
+	}
+	callInfo := struct {
+		Ctx       context.Context
+		Container string
+		Object    string
+	}{
+		Ctx:       ctx,
+		Container: container,
+		Object:    object,
+	}
+	mock.lockRemoveObject.Lock()
+	mock.calls.RemoveObject = append(mock.calls.RemoveObject, callInfo)
+	mock.lockRemoveObject.Unlock()
+	return mock.RemoveObjectFunc(ctx, container, object)
+}
+
+// RemoveObjectCalls gets all the calls that were made to RemoveObject.
+// Check the length with:
+//
+//	len(mockedLogos.RemoveObjectCalls())
+func (mock *LogosMock) RemoveObjectCalls() []struct {
+	Ctx       context.Context
+	Container string
+	Object    string
+} {
+	var calls []struct {
+		Ctx       context.Context
+		Container string
+		Object    string
+	}
+	mock.lockRemoveObject.RLock()
+	calls = mock.calls.RemoveObject
+	mock.lockRemoveObject.RUnlock()
 	return calls
 }
 

@@ -99,6 +99,22 @@ func (s *Service) managedLocation(ctx context.Context, id int64) (Location, erro
 	return l, nil
 }
 
+// AuthorizeLocationCreate reports whether the caller may add a location
+// to business id (owner, admin), as CreateLocation would: the HTTP adapter
+// asks before it reads the form, so that a stranger's or a staff member's
+// logo is never read (CreateLocation checks again).
+func (s *Service) AuthorizeLocationCreate(ctx context.Context, businessID string) error {
+	_, err := s.managed(ctx, businessID)
+	return err
+}
+
+// AuthorizeLocationUpdate reports whether the caller may change location
+// id, as UpdateLocation would (see AuthorizeLocationCreate).
+func (s *Service) AuthorizeLocationUpdate(ctx context.Context, id int64) error {
+	_, err := s.managedLocation(ctx, id)
+	return err
+}
+
 // Business returns business id.
 func (s *Service) Business(ctx context.Context, id string) (Business, error) {
 	b, _, err := s.member(ctx, id)
@@ -187,7 +203,10 @@ func (s *Service) CreateLocation(ctx context.Context, businessID string, in Loca
 }
 
 // UpdateLocation applies a partial update to location id; a new logo
-// replaces the old one, whose blob is then removed.
+// replaces the old one, whose blob entry is deleted in the same
+// transaction, whoever uploaded it (the caller manages the location that
+// pointed at it), with its blob.deleted event; its object goes after the
+// commit, or, if that fails, with the orphan sweeper.
 func (s *Service) UpdateLocation(ctx context.Context, id int64, in LocationInput, logo *Logo) (Location, error) {
 	if _, err := s.managedLocation(ctx, id); err != nil {
 		return Location{}, err
@@ -206,9 +225,14 @@ func (s *Service) UpdateLocation(ctx context.Context, id int64, in LocationInput
 			return Location{}, fmt.Errorf("store logo: %w", err)
 		}
 	}
-	var l Location
+	var (
+		l       Location
+		dropped DroppedLogo
+		found   bool
+	)
 	err := s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
 		var err error
+		oldLogo, found = 0, false
 		l, err = r.Locations.Update(ctx, id, func(l *Location) error {
 			in.apply(l)
 			if newLogo != 0 {
@@ -219,39 +243,25 @@ func (s *Service) UpdateLocation(ctx context.Context, id int64, in LocationInput
 		if err != nil {
 			return err
 		}
-		return r.Outbox.Emit(ctx, core.LocationEvent(core.LocationUpdated, id, l.BusinessID))
+		if err := r.Outbox.Emit(ctx, core.LocationEvent(core.LocationUpdated, id, l.BusinessID)); err != nil {
+			return err
+		}
+		if oldLogo == 0 || oldLogo == newLogo {
+			return nil
+		}
+		if dropped, found, err = r.Logos.Drop(ctx, oldLogo); err != nil || !found {
+			return err
+		}
+		return r.Outbox.Emit(ctx, core.BlobEvent(core.BlobDeleted, dropped.BlobID, dropped.Container, dropped.LocationID, dropped.BusinessID))
 	})
 	if err != nil {
 		s.removeLogo(ctx, newLogo)
 		return Location{}, err
 	}
-	s.removeLogo(ctx, oldLogo)
+	if found {
+		s.removeLogoObject(ctx, dropped)
+	}
 	return l, nil
-}
-
-func checkLogo(logo *Logo) error {
-	if logo == nil {
-		return nil
-	}
-	mt, _, _ := strings.Cut(strings.ToLower(logo.ContentType), ";")
-	if !strings.HasPrefix(strings.TrimSpace(mt), "image/") {
-		return ErrInvalidLogo.WithMessage("The logo must be an image (JPEG, PNG, GIF, WebP, BMP or TIFF), got %q", mt)
-	}
-	if logo.Size > MaxLogoBytes {
-		return &core.Error{Kind: core.KindTooLarge, Code: "logo_too_large", Message: fmt.Sprintf("The logo must be at most %d bytes", MaxLogoBytes)}
-	}
-	return nil
-}
-
-// removeLogo deletes a logo blob that no location refers to any more. A
-// failure leaves an orphan blob that its uploader can still delete.
-func (s *Service) removeLogo(ctx context.Context, id int64) {
-	if id == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	_ = s.logos.Remove(ctx, id) // see above; cores do not log
 }
 
 // Providers returns the providers affiliated with location id, with the

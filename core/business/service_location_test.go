@@ -2,6 +2,7 @@ package business
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/carebridge/carebridge/core"
@@ -299,31 +300,47 @@ func TestUpdateLocation_RejectsInvalidFieldsAndChangesNothing(t *testing.T) {
 	}
 }
 
-func TestUpdateLocation_NewLogoReplacesOldWhichIsRemovedAfterUpdate(t *testing.T) {
+// A new logo replaces the old one, whose row goes in the update's own
+// transaction with its blob.deleted event, whoever uploaded it: removing it
+// as the caller (Logos.Remove) failed when the caller might not delete it,
+// and left it orphaned when the removal failed after the commit. Its
+// object goes after the commit.
+func TestUpdateLocation_NewLogoReplacesOldWhoseRowGoesInTheSameTransaction(t *testing.T) {
 	f := newFixture(t)
-	var logoAtRemove int64
-	f.logos.RemoveFunc = func(_ context.Context, id int64) error {
-		logoAtRemove = f.locs[ownLocID].LogoBlobID
-		delete(f.blobs, id)
-		return nil
+	// As the storage core answers a caller who may not delete the blob.
+	f.logos.RemoveFunc = func(context.Context, int64) error { return errBoom }
+	var committedAtRemove int
+	f.logos.RemoveObjectFunc = func(context.Context, string, string) error {
+		committedAtRemove = len(f.events)
+		return errBoom // left to the sweeper: the update stands
 	}
 
-	l, err := f.svc.UpdateLocation(as(ownerSub), ownLocID, LocationInput{}, pngLogo())
+	l, err := f.svc.UpdateLocation(as(adminSub), ownLocID, LocationInput{}, pngLogo())
 	noErr(t, err)
 
 	newID := f.nextBlob
 	if l.LogoBlobID != newID || f.locs[ownLocID].LogoBlobID != newID {
 		t.Errorf("LogoBlobID returned %d, stored %d; want the new blob %d", l.LogoBlobID, f.locs[ownLocID].LogoBlobID, newID)
 	}
-	removes := f.logos.RemoveCalls()
-	if len(removes) != 1 || removes[0].BlobID != oldLogoID {
-		t.Fatalf("Logos.Remove calls = %+v, want one for the old blob %d", removes, oldLogoID)
-	}
-	if logoAtRemove != newID {
-		t.Errorf("the old logo was removed while the location still pointed at %d", logoAtRemove)
+	if _, ok := f.blobs[oldLogoID]; ok {
+		t.Fatal("the old logo's row is still there")
 	}
 	if _, ok := f.blobs[newID]; !ok {
 		t.Error("the new logo is not stored")
+	}
+	if n := len(f.logos.RemoveCalls()); n != 0 {
+		t.Errorf("Logos.Remove called %d times: the old logo is not removed as the caller", n)
+	}
+	drops := f.logoRows.DropCalls()
+	if len(drops) != 1 || drops[0].BlobID != oldLogoID {
+		t.Fatalf("drops %+v, want the old logo %d", drops, oldLogoID)
+	}
+	objs := f.logos.RemoveObjectCalls()
+	if len(objs) != 1 || objs[0].Container != "images" || objs[0].Object != fmt.Sprintf("logo-object-%d", oldLogoID) || committedAtRemove != 2 {
+		t.Fatalf("object removals %+v after %d committed events; want the old logo's, after the update's two", objs, committedAtRemove)
+	}
+	if len(f.events) != 2 || f.events[0].Type != core.LocationUpdated || f.events[1].Type != core.BlobDeleted || f.events[1].BusinessID != ownBizID {
+		t.Fatalf("events %+v, want location.updated and the old logo's blob.deleted of the business", f.events)
 	}
 }
 
@@ -335,8 +352,8 @@ func TestUpdateLocation_FirstLogoRemovesNothing(t *testing.T) {
 
 	_, err := f.svc.UpdateLocation(as(ownerSub), ownLocID, LocationInput{}, pngLogo())
 	noErr(t, err)
-	if n := len(f.logos.RemoveCalls()); n != 0 {
-		t.Errorf("Logos.Remove called %d times, want 0", n)
+	if n := len(f.logos.RemoveCalls()) + len(f.logoRows.DropCalls()) + len(f.logos.RemoveObjectCalls()); n != 0 {
+		t.Errorf("%d removals, want 0", n)
 	}
 	if f.locs[ownLocID].LogoBlobID != f.nextBlob {
 		t.Errorf("LogoBlobID = %d, want %d", f.locs[ownLocID].LogoBlobID, f.nextBlob)
@@ -386,6 +403,9 @@ func TestUpdateLocation_FailureInsideUpdateKeepsOldLogo(t *testing.T) {
 	}
 	if n := len(f.logos.RemoveCalls()); n != 1 {
 		t.Errorf("Logos.Remove called %d times, want 1 (the new logo)", n)
+	}
+	if n := len(f.logoRows.DropCalls()) + len(f.logos.RemoveObjectCalls()); n != 0 {
+		t.Errorf("the old logo was dropped (%d) although the update failed", n)
 	}
 }
 

@@ -44,6 +44,16 @@ func useCases() []useCase {
 			touches:  func(f *fixture) int { return len(f.locations.ListByBusinessCalls()) },
 		},
 		{
+			name:     "AuthorizeLocationCreate",
+			call:     func(ctx context.Context, s *Service) error { return s.AuthorizeLocationCreate(ctx, ownBizID) },
+			notFound: ErrBusinessNotFound,
+		},
+		{
+			name:     "AuthorizeLocationUpdate",
+			call:     func(ctx context.Context, s *Service) error { return s.AuthorizeLocationUpdate(ctx, ownLocID) },
+			notFound: ErrLocationNotFound,
+		},
+		{
 			name: "CreateLocation",
 			call: func(ctx context.Context, s *Service) error {
 				_, err := s.CreateLocation(ctx, ownBizID, LocationInput{Name: ptr("Uptown")}, pngLogo())

@@ -7,6 +7,7 @@ var (
 	ErrBlobNotFound         = &core.Error{Kind: core.KindNotFound, Code: "blob_not_found", Message: "Blob entry not found"}
 	ErrObjectNotFound       = &core.Error{Kind: core.KindNotFound, Code: "object_not_found", Message: "Stored file not found"}
 	ErrLocationNotFound     = &core.Error{Kind: core.KindNotFound, Code: "location_not_found", Message: "Business location not found"}
+	ErrInvalidLocationID    = &core.Error{Kind: core.KindInvalid, Code: "invalid_business_location_id", Message: "businessLocationId must be a positive integer written in digits only (no sign, no leading zero)"}
 	ErrFileMissing          = &core.Error{Kind: core.KindInvalid, Code: "file_missing", Message: "The file part is missing"}
 	ErrFileTypeNotAllowed   = &core.Error{Kind: core.KindInvalid, Code: "file_type_not_allowed", Message: "File type not allowed"}
 	ErrInvalidContainer     = &core.Error{Kind: core.KindInvalid, Code: "invalid_container", Message: "containerName must be one of uploads, documents, images, temp, archived"}

@@ -90,14 +90,17 @@ type Members interface {
 // ErrScannerUnavailable (wrapping the cause): an upload that cannot be
 // scanned is refused.
 type Scanner interface {
-	// Scan starts the scan of one file.
+	// Scan starts the scan of one file. A scanner that is busy waits a
+	// bounded time for room, then fails with ErrScannerUnavailable.
 	Scan(ctx context.Context) (Scan, error)
 	// Ping reports whether the scanner answers.
 	Ping(ctx context.Context) error
 }
 
 // Scan is the scan of one file. Write streams the file's bytes to the
-// scanner as they arrive; Verdict ends the file and waits for the answer.
+// scanner (the service reads them back from the store once the file is
+// stored, so a scan lasts as long as the scanner takes, whatever the
+// client's pace); Verdict ends the file and waits for the answer.
 type Scan interface {
 	io.Writer
 	// Verdict ends the file and returns the scanner's answer: the name of

@@ -3,96 +3,56 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/carebridge/carebridge/core/storage/segcrypt"
 )
 
 // maxSignatureLen bounds the signature name a refusal reports.
 const maxSignatureLen = 200
 
-// scanning is the malware scan of one upload as the upload sees it: a
-// writer that keeps the scanner's first failure, so that a failed upload
-// can tell it from the client's and the store's. Without a scanner
-// (scan nil) it is left out of the upload's pass (alongside, endOnEOF).
-type scanning struct {
-	scan Scan // nil: no scanner
-	err  error
-
-	// The verdict is asked for as soon as the file's last byte was read
-	// (endOnEOF), so that the scanner scans while the store finishes
-	// the object; done is closed when it is in.
-	ask       sync.Once
-	done      chan struct{}
-	signature string
-	verdErr   error
-}
-
-// startScan starts the scan of one upload.
-func (s *Service) startScan(ctx context.Context) (*scanning, error) {
+// scanStored scans the stored object of b, the upload just written under
+// its fresh name, before its row is committed: its plaintext, decrypted
+// with dataKey when b is encrypted, goes to the scanner at the speed of
+// the store, not of the client. A scanner connection is therefore held for
+// the time a scan takes, never for as long as a slow client sends: the
+// file is spooled to the store first (issue 30). It returns
+// ErrMalwareDetected, naming the signature, when the scanner found
+// something, ErrScannerUnavailable when the scanner failed, or the store's
+// failure to read the object back.
+func (s *Service) scanStored(ctx context.Context, b Blob, dataKey []byte) error {
 	if s.scanner == nil {
-		return &scanning{}, nil
-	}
-	scan, err := s.scanner.Scan(ctx)
-	if err != nil {
-		return nil, scannerError(err)
-	}
-	return &scanning{scan: scan, done: make(chan struct{})}, nil
-}
-
-func (sc *scanning) Write(p []byte) (int, error) {
-	if sc.err != nil {
-		return 0, sc.err
-	}
-	n, err := sc.scan.Write(p)
-	if err != nil {
-		sc.err = scannerError(err)
-		return n, sc.err
-	}
-	return n, nil
-}
-
-// alongside returns a writer that gives what it is given to w and to the
-// scanner (w alone without one).
-func (sc *scanning) alongside(w io.Writer) io.Writer {
-	if sc.scan == nil {
-		return w
-	}
-	return io.MultiWriter(w, sc)
-}
-
-// endOnEOF returns r, which asks for the verdict when it reaches its end
-// (io.EOF: every byte of the file was read and scanned).
-func (sc *scanning) endOnEOF(r io.Reader) io.Reader {
-	if sc.scan == nil {
-		return r
-	}
-	return eofHook{r: r, fn: sc.askVerdict}
-}
-
-// askVerdict ends the file and waits for the answer in the background,
-// once.
-func (sc *scanning) askVerdict() {
-	sc.ask.Do(func() {
-		go func() {
-			defer close(sc.done)
-			sc.signature, sc.verdErr = sc.scan.Verdict()
-		}()
-	})
-}
-
-// verdict waits for the answer (asking for it first when the file's end
-// was not seen) and returns ErrMalwareDetected, naming the signature,
-// when the scanner found something, or its failure.
-func (sc *scanning) verdict() error {
-	if sc.scan == nil {
 		return nil
 	}
-	sc.askVerdict()
-	<-sc.done
-	sig, err := sc.signature, sc.verdErr
+	// The connection first: a wait for one holds no stream of the store.
+	scan, err := s.scanner.Scan(ctx)
+	if err != nil {
+		return scannerError(err)
+	}
+	defer scan.Close()
+	src, err := s.openStored(ctx, b, dataKey)
+	if err != nil {
+		return fmt.Errorf("read back %s/%s to scan it: %w", b.Container, b.Name, err)
+	}
+	defer src.Close()
+	w := &scanWriter{scan: scan}
+	buf := scanBuffers.Get().(*[]byte)
+	defer scanBuffers.Put(buf)
+	n, err := io.CopyBuffer(w, src, *buf)
+	switch {
+	case w.err != nil:
+		return w.err
+	case err != nil:
+		return fmt.Errorf("read back %s/%s to scan it: %w", b.Container, b.Name, corrupt(err))
+	case n != b.Size:
+		return fmt.Errorf("read back %s/%s to scan it: %d bytes, want %d", b.Container, b.Name, n, b.Size)
+	}
+	sig, err := scan.Verdict()
 	switch {
 	case err != nil:
 		return scannerError(err)
@@ -105,29 +65,43 @@ func (sc *scanning) verdict() error {
 	return e
 }
 
-// eofHook calls fn when r reports io.EOF.
-type eofHook struct {
-	r  io.Reader
-	fn func()
+// openStored opens the whole stored object of b as plaintext.
+func (s *Service) openStored(ctx context.Context, b Blob, dataKey []byte) (io.ReadCloser, error) {
+	obj, err := s.objects.Get(ctx, b.Container, b.Name, 0, -1)
+	if err != nil || !b.Encrypted {
+		return obj, err
+	}
+	plain, err := segcrypt.DecryptReader(obj, dataKey, 0, segcrypt.FinalSegment(b.Size))
+	if err != nil {
+		obj.Close()
+		return nil, err
+	}
+	return readCloser{Reader: plain, Closer: obj}, nil
 }
 
-func (h eofHook) Read(p []byte) (int, error) {
-	n, err := h.r.Read(p)
-	if err == io.EOF {
-		h.fn()
-	}
-	return n, err
+// scanBufferSize is the copy buffer of a scan's read-back (a reader that
+// writes itself out, a decrypted file, leaves it unused).
+const scanBufferSize = 256 << 10
+
+var scanBuffers = sync.Pool{New: func() any { b := make([]byte, scanBufferSize); return &b }}
+
+// scanWriter is the scanner as the read-back's writer: it keeps the
+// scanner's first failure, so that it is told from the store's.
+type scanWriter struct {
+	scan Scan
+	err  error
 }
 
-// Close releases the scan's connection; a verdict still awaited is
-// abandoned (the scanner's Close ends it) and waited for.
-func (sc *scanning) Close() {
-	if sc.scan == nil {
-		return
+func (w *scanWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
 	}
-	_ = sc.scan.Close()
-	sc.ask.Do(func() { close(sc.done) }) // never asked: nothing to wait for
-	<-sc.done
+	n, err := w.scan.Write(p)
+	if err != nil {
+		w.err = scannerError(err)
+		return n, w.err
+	}
+	return n, nil
 }
 
 // scannerError is err as ErrScannerUnavailable, which a Scanner should

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/carebridge/carebridge/core"
@@ -139,10 +139,9 @@ func TestUpload_ScannerFailuresFailClosed(t *testing.T) {
 	}
 }
 
-func TestUpload_TheClientsFailureWinsOverTheScanners(t *testing.T) {
+func TestUpload_AFileTheClientDidNotCompleteIsNeverScanned(t *testing.T) {
 	f := newFixture(t)
-	scan := &fakeScan{}
-	f.withScanner(scan, nil)
+	sc := f.withScanner(&fakeScan{}, nil)
 	in := pngUpload(pngBytes)
 	in.FileSize++ // one byte more than is sent
 	_, err := f.svc.Upload(as("alice"), in)
@@ -150,8 +149,8 @@ func TestUpload_TheClientsFailureWinsOverTheScanners(t *testing.T) {
 		t.Fatalf("err %v, want file_size_mismatch", err)
 	}
 	f.assertNothingKept(t)
-	if scan.closed == 0 {
-		t.Fatal("the scan was not closed")
+	if n := len(sc.ScanCalls()); n != 0 {
+		t.Fatalf("%d scans of a file the client did not complete", n)
 	}
 }
 
@@ -187,35 +186,49 @@ func TestCleanSignature(t *testing.T) {
 	}
 }
 
-// The verdict is asked for as soon as the file's last byte is read, so the
-// scanner scans while the store finishes the object.
-func TestUpload_TheVerdictIsAskedBeforeTheStoreFinishes(t *testing.T) {
-	f := newFixture(t)
-	asked := make(chan struct{})
-	scan := &ScanMock{
-		WriteFunc:   func(p []byte) (int, error) { return len(p), nil },
-		VerdictFunc: func() (string, error) { close(asked); return "", nil },
-		CloseFunc:   func() error { return nil },
-	}
-	f.svc = NewService(f.blobs, f.tx, f.objects, f.keys, f.svc.members, f.svc.maxUpload,
-		WithScanner(&ScannerMock{ScanFunc: func(context.Context) (Scan, error) { return scan, nil }}))
-	put := f.objects.PutFunc
-	f.objects.PutFunc = func(ctx context.Context, c Container, name string, r io.Reader, size int64) error {
-		b, err := io.ReadAll(r)
-		if err != nil {
+// A scanner connection is taken only once the file is stored, so a client
+// that sends slowly never holds one: the scan reads the stored object back
+// at the store's speed (issue 30).
+func TestUpload_TheScannerIsTakenOnlyOnceTheFileIsStored(t *testing.T) {
+	for _, encrypted := range []bool{false, true} {
+		f := newFixture(t)
+		var stored atomic.Bool
+		scan := &fakeScan{}
+		sc := &ScannerMock{ScanFunc: func(context.Context) (Scan, error) {
+			if !stored.Load() {
+				t.Error("a scanner connection was taken while the client was still sending")
+			}
+			return scan.mock(), nil
+		}}
+		f.svc = NewService(f.blobs, f.tx, f.objects, f.keys, f.svc.members, f.svc.maxUpload, WithScanner(sc))
+		put := f.objects.PutFunc
+		f.objects.PutFunc = func(ctx context.Context, c Container, name string, r io.Reader, size int64) error {
+			err := put(ctx, c, name, r, size)
+			stored.Store(err == nil)
 			return err
 		}
-		select {
-		case <-asked:
-		case <-time.After(10 * time.Second):
-			t.Error("the store finished the object before the verdict was asked for")
+		in := pngUpload(pngBytes)
+		in.Encrypted = encrypted
+		if _, err := f.svc.Upload(as("alice"), in); err != nil {
+			t.Fatalf("encrypted=%v: %v", encrypted, err)
 		}
-		return put(ctx, c, name, bytes.NewReader(b), size)
+		if n := len(sc.ScanCalls()); n != 1 || !bytes.Equal(scan.got.Bytes(), pngBytes) {
+			t.Fatalf("encrypted=%v: %d scans of %d bytes; want one of the %d plaintext bytes", encrypted, n, scan.got.Len(), len(pngBytes))
+		}
 	}
-	if _, err := f.svc.Upload(as("alice"), pngUpload(pngBytes)); err != nil {
-		t.Fatal(err)
+}
+
+// A stored object that cannot be read back is the store's failure, not the
+// scanner's, and nothing stays.
+func TestUpload_AnObjectThatCannotBeReadBackIsNotKept(t *testing.T) {
+	f := newFixture(t)
+	f.withScanner(&fakeScan{}, nil)
+	f.objects.GetFunc = func(context.Context, Container, string, int64, int64) (io.ReadCloser, error) {
+		return nil, errors.New("connection reset")
 	}
-	if n := len(scan.VerdictCalls()); n != 1 {
-		t.Fatalf("%d verdicts asked, want 1", n)
+	_, err := f.svc.Upload(as("alice"), pngUpload(pngBytes))
+	if err == nil || errors.Is(err, ErrScannerUnavailable) || core.KindOf(err) != core.KindInternal {
+		t.Fatalf("err %v, want an internal failure of the store", err)
 	}
+	f.assertNothingKept(t)
 }

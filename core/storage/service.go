@@ -99,20 +99,15 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 		return Blob{}, err
 	}
 
-	scan, err := s.startScan(ctx)
-	if err != nil {
-		return Blob{}, err
-	}
-	defer scan.Close()
-
-	// One pass over the file: the digest and the scanner see the
-	// plaintext as it is read, before it is encrypted and stored.
+	// One pass over the file: the digest sees the plaintext as it is
+	// read, before it is encrypted and stored.
 	exact := &exactReader{r: body, remaining: in.FileSize}
 	digest := sha256.New()
-	var src io.Reader = scan.endOnEOF(io.TeeReader(exact, scan.alongside(digest)))
+	var src io.Reader = io.TeeReader(exact, digest)
 	size := in.FileSize
+	var dataKey []byte
 	if in.Encrypted {
-		src, err = s.encrypt(&b, src)
+		src, dataKey, err = s.encrypt(&b, src)
 		if err != nil {
 			return Blob{}, err
 		}
@@ -120,19 +115,16 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 	}
 
 	// The object gets a fresh name; its row is committed only once the
-	// scanner has found the file clean.
+	// scanner has found the stored file clean.
 	b.Name = newObjectName()
 	if err := s.objects.Put(ctx, b.Container, b.Name, src, size); err != nil {
 		s.removeObject(ctx, b)
-		switch {
-		case exact.err != nil:
+		if exact.err != nil {
 			return Blob{}, exact.err
-		case scan.err != nil:
-			return Blob{}, scan.err
 		}
 		return Blob{}, fmt.Errorf("store object %s/%s: %w", b.Container, b.Name, err)
 	}
-	if err := scan.verdict(); err != nil {
+	if err := s.scanStored(ctx, b, dataKey); err != nil {
 		s.removeObject(ctx, b)
 		return Blob{}, err
 	}
@@ -206,11 +198,13 @@ func checkText(field, v string, max int, required bool) error {
 
 // checkLocation lets an upload name a business location only when the
 // caller is a member of its business; any other location is reported as
-// missing.
+// missing. The id must be written as it is stored and reported (digits
+// only): the location checked is then the one the row, its event and its
+// audit event name.
 func (s *Service) checkLocation(ctx context.Context, actor core.Actor, id string) error {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n <= 0 {
-		return core.Invalid("invalid_business_location_id", "businessLocationId must be a positive integer")
+	n, ok := core.ParseID(id)
+	if !ok {
+		return ErrInvalidLocationID
 	}
 	role, err := s.members.LocationRole(ctx, n, actor.Subject)
 	if errors.Is(err, ErrLocationNotFound) || (err == nil && role == "") {
@@ -222,22 +216,23 @@ func (s *Service) checkLocation(ctx context.Context, actor core.Actor, id string
 	return nil
 }
 
-// encrypt wraps a fresh data key for b and returns src encrypted with it.
-func (s *Service) encrypt(b *Blob, src io.Reader) (io.Reader, error) {
+// encrypt wraps a fresh data key for b and returns src encrypted with it,
+// and the key (the scan reads the stored file back with it).
+func (s *Service) encrypt(b *Blob, src io.Reader) (io.Reader, []byte, error) {
 	dataKey := make([]byte, 32)
 	if _, err := rand.Read(dataKey); err != nil {
-		return nil, fmt.Errorf("data key: %w", err)
+		return nil, nil, fmt.Errorf("data key: %w", err)
 	}
 	keyID, wrapped, err := s.keys.Wrap(dataKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	enc, err := segcrypt.EncryptReader(src, dataKey)
 	if err != nil {
-		return nil, fmt.Errorf("encrypt: %w", err)
+		return nil, nil, fmt.Errorf("encrypt: %w", err)
 	}
 	b.KeyID, b.WrappedKey = keyID, wrapped
-	return enc, nil
+	return enc, dataKey, nil
 }
 
 func (s *Service) removeObject(ctx context.Context, b Blob) {
@@ -247,6 +242,29 @@ func (s *Service) removeObject(ctx context.Context, b Blob) {
 	// failed row insert and a deleted row. An object left here has no row:
 	// the orphan sweeper removes it.
 	_ = s.objects.Delete(ctx, b.Container, b.Name)
+}
+
+// RemoveObject deletes object name of container c once no blob entry
+// names it: the entry went with another change (a replaced logo's, in the
+// transaction that replaced it), whoever uploaded it. An object still
+// named by an entry is kept. A failure leaves the object to the orphan
+// sweeper.
+func (s *Service) RemoveObject(ctx context.Context, container, name string) error {
+	c, err := ParseContainer(container)
+	if err != nil || name == "" {
+		return fmt.Errorf("remove object %q/%q: not an object of the store", container, name)
+	}
+	known, err := s.blobs.Known(ctx, c, []string{name})
+	if err != nil {
+		return err
+	}
+	if known[name] {
+		return fmt.Errorf("remove object %s/%s: a blob entry still names it", c, name)
+	}
+	if err := s.objects.Delete(ctx, c, name); err != nil {
+		return fmt.Errorf("remove object %s/%s: %w", c, name, err)
+	}
+	return nil
 }
 
 // Metadata returns the entry of blob id when the caller may read it.
@@ -324,6 +342,8 @@ func (s *Service) get(ctx context.Context, id int64, a access) (Blob, error) {
 	uploader := b.UploadedBy == actor.Subject
 	var role core.Role
 	if !uploader && b.BusinessLocationID != "" {
+		// Rows stored before ids were read strictly may hold "+5" or "05":
+		// they keep the access they had.
 		if loc, err := strconv.ParseInt(b.BusinessLocationID, 10, 64); err == nil {
 			role, err = s.members.LocationRole(ctx, loc, actor.Subject)
 			if err != nil && !errors.Is(err, ErrLocationNotFound) {
