@@ -31,7 +31,9 @@
 //     Limit;
 //   - FreePeriods returns the seeded free spans clipped to [from, to) and
 //     less booked appointments (adjacent spans may come merged or split:
-//     the suite merges them before comparing);
+//     the suite compares the time they cover, instant by instant between
+//     their bounds, not the spans themselves — and without the core's
+//     MergePeriods, so a bug in it is not the suite's too);
 //   - CreateAppointment returns status booked, with ID, ExternalID and
 //     Source set and every field as given (times compared as instants);
 //   - missing records are ehr.ErrAgentNotFound and
@@ -294,9 +296,9 @@ func (s suite) freePeriods(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: FreePeriods: %v", what, err)
 		}
-		if g := merge(got); !samePeriods(g, want) {
+		if !sameCoverage(got, want) {
 			t.Errorf("%s: FreePeriods(%s, %s) = %s; want %s", what,
-				from.Format(time.RFC3339), to.Format(time.RFC3339), periodsString(g), periodsString(want))
+				from.Format(time.RFC3339), to.Format(time.RFC3339), periodsString(got), periodsString(want))
 		}
 	}
 	check("whole days", e.at(0, 0, 0), e.at(2, 0, 0),
@@ -339,25 +341,24 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(x, y)
 }
 
-// merge sorts ps and joins the periods that overlap or touch.
-func merge(ps []ehr.Period) []ehr.Period {
-	ps = slices.Clone(ps)
-	slices.SortFunc(ps, func(a, b ehr.Period) int { return a.Start.Compare(b.Start) })
-	var out []ehr.Period
-	for _, p := range ps {
-		if n := len(out); n > 0 && !p.Start.After(out[n-1].End) {
-			if p.End.After(out[n-1].End) {
-				out[n-1].End = p.End
-			}
-			continue
-		}
-		out = append(out, p)
+// sameCoverage reports whether a and b cover the same time: between any
+// two neighbouring bounds of either, an instant is in a period of a
+// exactly when it is in one of b (how either is cut into periods aside).
+func sameCoverage(a, b []ehr.Period) bool {
+	var bounds []time.Time
+	for _, p := range append(slices.Clone(a), b...) {
+		bounds = append(bounds, p.Start, p.End)
 	}
-	return out
-}
-
-func samePeriods(a, b []ehr.Period) bool {
-	return slices.EqualFunc(a, b, func(x, y ehr.Period) bool { return x.Start.Equal(y.Start) && x.End.Equal(y.End) })
+	slices.SortFunc(bounds, time.Time.Compare)
+	covered := func(ps []ehr.Period, at time.Time) bool {
+		return slices.ContainsFunc(ps, func(p ehr.Period) bool { return !at.Before(p.Start) && at.Before(p.End) })
+	}
+	for i := 1; i < len(bounds); i++ {
+		if mid := bounds[i-1].Add(bounds[i].Sub(bounds[i-1]) / 2); bounds[i].After(bounds[i-1]) && covered(a, mid) != covered(b, mid) {
+			return false
+		}
+	}
+	return true
 }
 
 func periodsString(ps []ehr.Period) string {
