@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -190,46 +189,6 @@ func TestPut_LeavesNoTemporaryFileOnFailure(t *testing.T) {
 	for _, e := range entries {
 		t.Errorf("left behind: %s", e.Name())
 	}
-}
-
-func TestPut_MemoryDoesNotGrowWithObjectSize(t *testing.T) {
-	ctx := t.Context()
-	s, _ := newStore(t)
-	if err := s.EnsureContainer(ctx, storage.ContainerUploads); err != nil {
-		t.Fatal(err)
-	}
-	const size = 64 << 20
-	put := allocBytes(func() {
-		if err := s.Put(ctx, storage.ContainerUploads, "big", storagetest.Pattern(9, size), size); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if put > 1<<20 {
-		t.Errorf("Put of %d bytes allocated %d bytes, want far less", size, put)
-	}
-	get := allocBytes(func() {
-		rc, err := s.Get(ctx, storage.ContainerUploads, "big", 0, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		if n, err := io.Copy(io.Discard, rc); err != nil || n != size {
-			t.Fatalf("read %d bytes, %v; want %d", n, err, size)
-		}
-	})
-	if get > 1<<20 {
-		t.Errorf("Get of %d bytes allocated %d bytes, want far less", size, get)
-	}
-}
-
-// allocBytes returns the bytes allocated on the heap while f ran.
-func allocBytes(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // assertNoTempFiles fails when a temporary file is left anywhere in dir.

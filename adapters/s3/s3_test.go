@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -133,56 +132,6 @@ func TestIntegrationPut_LeavesNoMultipartUploadBehindOnFailure(t *testing.T) {
 	}
 }
 
-func TestIntegrationPut_MemoryDoesNotGrowWithObjectSize(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	ctx := t.Context()
-	srv := s3test.Start(t)
-	for _, tt := range []struct {
-		name     string
-		partSize int64
-	}{
-		{"SinglePut", s3.DefaultPartSize},
-		{"Multipart", s3.MinPartSize},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := srv
-			cfg.BucketPrefix = "m" + strings.ToLower(rand.Text()[:10]) + "-"
-			cfg.PartSize, cfg.MaxSinglePut = tt.partSize, tt.partSize
-			st, err := s3.New(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := st.EnsureContainer(ctx, storage.ContainerUploads); err != nil {
-				t.Fatal(err)
-			}
-			const size = 48 << 20
-			put := allocBytes(func() {
-				if err := st.Put(ctx, storage.ContainerUploads, "big", storagetest.Pattern(7, size), size); err != nil {
-					t.Fatal(err)
-				}
-			})
-			get := allocBytes(func() {
-				rc, err := st.Get(ctx, storage.ContainerUploads, "big", 0, -1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rc.Close()
-				if n, err := io.Copy(io.Discard, rc); err != nil || n != size {
-					t.Fatalf("read %d bytes, %v; want %d", n, err, size)
-				}
-			})
-			t.Logf("%d bytes: Put allocated %d bytes, Get %d", size, put, get)
-			// The SDK's fixed cost per request, never the object's size.
-			const limit = 4 << 20
-			if put > limit || get > limit {
-				t.Errorf("Put allocated %d bytes, Get %d, for %d bytes; want both below %d", put, get, size, limit)
-			}
-		})
-	}
-}
-
 func TestIntegrationPing_FailsWithWrongCredentials(t *testing.T) {
 	srv := s3test.Start(t)
 	cfg := srv
@@ -237,16 +186,6 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 		c.cancel()
 	}
 	return n, err
-}
-
-// allocBytes returns the bytes allocated on the heap while f ran.
-func allocBytes(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 func TestIntegrationSweepIncomplete_AbortsOnlyUploadsBegunBeforeTheCutoff(t *testing.T) {

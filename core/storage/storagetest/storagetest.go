@@ -61,6 +61,7 @@ func TestObjectStore(t *testing.T, newStore func(t *testing.T) storage.ObjectSto
 	t.Run("Get_PastTheEndIsNotSatisfiable", s.getPastTheEnd)
 	t.Run("Put_StoresAnEmptyObject", s.emptyObject)
 	t.Run("Put_StreamsALargeObjectFromANonSeekableReader", s.largeObject)
+	t.Run("PutAndGet_OfALargeObjectAllocateLittle", s.largeTransfersAllocateLittle)
 	t.Run("Put_FailsAndStoresNothingWhenTheReaderIsShort", s.shortReader)
 	t.Run("Put_FailsAndStoresNothingWhenTheReaderIsLong", s.longReader)
 	t.Run("Put_WrapsTheReaderErrorAndStoresNothing", s.failingReader)
