@@ -92,7 +92,7 @@ func (s *Scheduling) limit(ctx context.Context, subject, business string, r reac
 	if r != reachOwn || s.rateLimit <= 0 || s.counter == nil {
 		return nil
 	}
-	n, ttl, err := s.counter.Incr(ctx, "rl:appt:v1:"+digest(scoped(subject, business)), rateWindow)
+	n, ttl, err := s.counter.Incr(ctx, "rl:appt:v2:"+keyed(s.rateKey(), scoped(subject, business)), rateWindow)
 	if err != nil {
 		return fmt.Errorf("rate limit counter: %w", err)
 	}
@@ -220,4 +220,14 @@ func firstError(errs []error) error {
 		}
 	}
 	return nil
+}
+
+// rateKey keys the names of the rate-limit counters, as the search
+// gateway's are (keyed): the current fingerprint key, or none in tests
+// that configure no key.
+func (s *Scheduling) rateKey() []byte {
+	if len(s.fpKeys) == 0 {
+		return nil
+	}
+	return s.fpKeys[0]
 }
