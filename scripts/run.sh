@@ -148,7 +148,7 @@ TXT
 if [ -n "${CLAMD_ADDRESS:-}" ]; then
 	echo "Uploads and logos are scanned for malware by clamd at $CLAMD_ADDRESS (/readyz shows it)."
 else
-	echo "Uploads are not scanned for malware: set CLAMD_ADDRESS to a running clamd to scan them (README, Malware scanning)."
+	echo "Uploads are not scanned for malware: set CLAMD_ADDRESS to a running clamd to scan them (docs/api.md, Malware scanning)."
 fi
 if [ -n "${DEMO_AGENT_ID:-}" ]; then
 	# A bookable time: 10:30 in the practitioner's zone, two days ahead

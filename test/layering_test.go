@@ -8,7 +8,7 @@ import (
 
 const module = "github.com/carebridge/carebridge/"
 
-// The README's dependency rules (section Architecture), checked on what
+// The dependency rules of docs/architecture.md, checked on what
 // each package imports outside its tests. A package may import the standard
 // library and third-party modules; of this module, what allowed says.
 func TestLayering_PackagesImportOnlyWhatTheArchitectureAllows(t *testing.T) {

@@ -31,8 +31,8 @@ func ParseSecret(text string) ([]byte, error) {
 // Verify checks a delivery as a receiver gets it: its webhook-timestamp is
 // within Tolerance of now, and one of the space-separated signatures of
 // webhook-signature is the v1 signature of webhook-id, the timestamp and
-// body under secret. It is what receivers written in Go can use (see the
-// README), and what `carebridge dev-receiver` does.
+// body under secret. It is what receivers written in Go can use (see
+// docs/events.md), and what `carebridge dev-receiver` does.
 func Verify(secret []byte, h http.Header, body []byte, now time.Time) error {
 	id, tsText, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
 	if id == "" || tsText == "" || sigs == "" {

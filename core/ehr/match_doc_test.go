@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// matchingTable writes the Fellegi–Sunter parameters and weights as the
-// README's matching section shows them.
+// matchingTable writes the Fellegi–Sunter parameters and weights as
+// docs/matching.md shows them.
 func matchingTable() string {
 	var b strings.Builder
 	b.WriteString("| field | m exact | m approx | u exact | u approx | weight exact | weight approx | weight disagree |\n")
@@ -26,16 +26,16 @@ func matchingTable() string {
 	return b.String()
 }
 
-// The README states the matcher's parameters and thresholds; they are
-// the code's.
-func TestREADME_StatesTheMatchingParameters(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// docs/matching.md states the matcher's parameters and thresholds; they
+// are the code's.
+func TestDocs_StateTheMatchingParameters(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/matching.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(raw)
-	if !strings.Contains(readme, matchingTable()) {
-		t.Errorf("the README's matching table is not the code's; it should read:\n%s", matchingTable())
+	page := string(raw)
+	if !strings.Contains(page, matchingTable()) {
+		t.Errorf("docs/matching.md's table is not the code's; it should read:\n%s", matchingTable())
 	}
 	for _, s := range []string{
 		fmt.Sprintf("`score` = 1/(1 + 2^(%g − W))", probableWeight),
@@ -43,8 +43,8 @@ func TestREADME_StatesTheMatchingParameters(t *testing.T) {
 		fmt.Sprintf("add −%g", -suffixWeight),
 		fmt.Sprintf("both names have %d letters or more", minTypoLen),
 	} {
-		if !strings.Contains(readme, s) {
-			t.Errorf("the README does not say %q", s)
+		if !strings.Contains(page, s) {
+			t.Errorf("docs/matching.md does not say %q", s)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // How two records compare (the contract's "Who is the same person"): the
 // certain rule, its vetoes, and a Fellegi–Sunter score. The parameters
-// and thresholds are in the README (Matching), which a test keeps true.
+// and thresholds are in docs/matching.md, which a test keeps true.
 
 // field is one piece of evidence two records are compared on.
 type field uint8
@@ -46,8 +46,8 @@ const (
 // the chance that two records of different people do.
 type fsParam struct{ mExact, mApprox, uExact, uApprox float64 }
 
-// fsParams are the parameters of each field (see the README's Matching
-// section for where they come from).
+// fsParams are the parameters of each field (see docs/matching.md for
+// where they come from).
 var fsParams = [fieldCount]fsParam{
 	fieldIdentifier: {0.98, 0, 1e-7, 0},
 	fieldFamily:     {0.90, 0.05, 0.005, 0.002},
