@@ -58,28 +58,45 @@ type BusinessRepo struct {
 // Businesses returns the business repository.
 func (s *Store) Businesses() *BusinessRepo { return &BusinessRepo{db: s.pool} }
 
-const businessColumns = `id::text, owner_subject, name, email, npi_license, tax_id, website,
-	description, address, city, state, zip_code, twitter_link, instagram_link, youtube_link,
-	created_at, updated_at`
+// businessFields are the columns of a business that Create and Update
+// write and every read returns, between its id and its times: a new field
+// of business.Business is one line here.
+var businessFields = columns[business.Business]{
+	textColumn("owner_subject", func(b *business.Business) *string { return &b.OwnerSubject }),
+	textColumn("name", func(b *business.Business) *string { return &b.Name }),
+	textColumn("email", func(b *business.Business) *string { return &b.Email }),
+	optionalText("npi_license", func(b *business.Business) *string { return &b.NPILicense }),
+	optionalText("tax_id", func(b *business.Business) *string { return &b.TaxID }),
+	optionalText("website", func(b *business.Business) *string { return &b.Website }),
+	optionalText("description", func(b *business.Business) *string { return &b.Description }),
+	optionalText("address", func(b *business.Business) *string { return &b.Address }),
+	optionalText("city", func(b *business.Business) *string { return &b.City }),
+	optionalText("state", func(b *business.Business) *string { return &b.State }),
+	optionalText("zip_code", func(b *business.Business) *string { return &b.ZipCode }),
+	optionalText("twitter_link", func(b *business.Business) *string { return &b.TwitterLink }),
+	optionalText("instagram_link", func(b *business.Business) *string { return &b.InstagramLink }),
+	optionalText("youtube_link", func(b *business.Business) *string { return &b.YoutubeLink }),
+}
+
+// The statements of a business, derived from businessFields.
+var (
+	businessColumns = `id::text, ` + businessFields.list("") + `, created_at, updated_at`
+	businessInsert  = `INSERT INTO businesses (` + businessFields.list("") + `)
+		VALUES (` + businessFields.params() + `)
+		RETURNING id::text, created_at, updated_at`
+	businessUpdate = `UPDATE businesses SET ` + businessFields.assignments() + `
+		WHERE id = @id
+		RETURNING ` + businessColumns
+)
 
 // scanBusiness reads one row of businessColumns, then the columns after
 // them into extra; NULL text columns become "".
 func scanBusiness(row pgx.Row, extra ...any) (business.Business, error) {
-	var (
-		b                                                      business.Business
-		npi, taxID, website, description, address, city, state *string
-		zip, twitter, instagram, youtube                       *string
-	)
-	dest := []any{&b.ID, &b.OwnerSubject, &b.Name, &b.Email, &npi, &taxID, &website,
-		&description, &address, &city, &state, &zip, &twitter, &instagram, &youtube,
-		&b.CreatedAt, &b.UpdatedAt}
-	err := row.Scan(append(dest, extra...)...)
-	if err != nil {
+	var b business.Business
+	dest := businessFields.dests(&b, []any{&b.ID}, append([]any{&b.CreatedAt, &b.UpdatedAt}, extra...)...)
+	if err := row.Scan(dest...); err != nil {
 		return business.Business{}, err
 	}
-	b.NPILicense, b.TaxID, b.Website, b.Description = deref(npi), deref(taxID), deref(website), deref(description)
-	b.Address, b.City, b.State, b.ZipCode = deref(address), deref(city), deref(state), deref(zip)
-	b.TwitterLink, b.InstagramLink, b.YoutubeLink = deref(twitter), deref(instagram), deref(youtube)
 	return b, nil
 }
 
@@ -87,15 +104,7 @@ func scanBusiness(row pgx.Row, extra ...any) (business.Business, error) {
 // (migration 0011) makes b.OwnerSubject its first owner member in the same
 // statement. Empty optional fields are stored as NULL.
 func (r *BusinessRepo) Create(ctx context.Context, b *business.Business) error {
-	err := r.db.QueryRow(ctx, `
-		INSERT INTO businesses (owner_subject, name, email, npi_license, tax_id, website,
-			description, address, city, state, zip_code, twitter_link, instagram_link, youtube_link)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-		RETURNING id::text, created_at, updated_at`,
-		b.OwnerSubject, b.Name, b.Email, nullable(b.NPILicense), nullable(b.TaxID), nullable(b.Website),
-		nullable(b.Description), nullable(b.Address), nullable(b.City), nullable(b.State),
-		nullable(b.ZipCode), nullable(b.TwitterLink), nullable(b.InstagramLink), nullable(b.YoutubeLink),
-	).Scan(&b.ID, &b.CreatedAt, &b.UpdatedAt)
+	err := r.db.QueryRow(ctx, businessInsert, businessFields.args(b, nil)).Scan(&b.ID, &b.CreatedAt, &b.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("insert business: %w", err)
 	}
@@ -167,16 +176,7 @@ func (r *BusinessRepo) Update(ctx context.Context, id string, fn func(*business.
 		if err := fn(&b); err != nil {
 			return err
 		}
-		stored, err = scanBusiness(tx.QueryRow(ctx, `
-			UPDATE businesses SET owner_subject = $2, name = $3, email = $4, npi_license = $5,
-				tax_id = $6, website = $7, description = $8, address = $9, city = $10, state = $11,
-				zip_code = $12, twitter_link = $13, instagram_link = $14, youtube_link = $15
-			WHERE id = $1
-			RETURNING `+businessColumns,
-			uid, b.OwnerSubject, b.Name, b.Email, nullable(b.NPILicense), nullable(b.TaxID),
-			nullable(b.Website), nullable(b.Description), nullable(b.Address), nullable(b.City),
-			nullable(b.State), nullable(b.ZipCode), nullable(b.TwitterLink), nullable(b.InstagramLink),
-			nullable(b.YoutubeLink)))
+		stored, err = scanBusiness(tx.QueryRow(ctx, businessUpdate, businessFields.args(&b, pgx.NamedArgs{"id": uid})))
 		if err != nil {
 			return fmt.Errorf("update business %s: %w", id, err)
 		}

@@ -43,6 +43,12 @@ func isoDay(d time.Weekday) int16 {
 // weekday maps the day column back to a Go weekday.
 func weekday(iso int16) time.Weekday { return time.Weekday(iso % 7) }
 
+// hoursArgs are the named arguments of a write of entry h: its id, day
+// and times (its location is named by the caller, once, on insert).
+func hoursArgs(h business.Hours) pgx.NamedArgs {
+	return pgx.NamedArgs{"id": h.ID, "day": isoDay(h.Day), "start_time": h.Start, "end_time": h.End}
+}
+
 func scanHours(row pgx.Row) (business.Hours, error) {
 	var (
 		h   business.Hours
@@ -140,11 +146,12 @@ func (r *HoursRepo) Add(ctx context.Context, locationID int64, hs []business.Hou
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		for _, h := range hs {
 			failing = h.Day
+			args := hoursArgs(h)
+			args["location_id"] = locationID
 			a, err := scanHours(tx.QueryRow(ctx, `
 				INSERT INTO operating_hours (location_id, day, start_time, end_time)
-				VALUES ($1, $2, $3::time, $4::time)
-				RETURNING `+hoursColumns,
-				locationID, isoDay(h.Day), h.Start, h.End))
+				VALUES (@location_id, @day, @start_time::time, @end_time::time)
+				RETURNING `+hoursColumns, args))
 			if err != nil {
 				return err
 			}
@@ -218,10 +225,9 @@ func (r *HoursRepo) Update(ctx context.Context, h business.Hours) (business.Hour
 		return business.Hours{}, err
 	}
 	stored, err := scanHours(r.db.QueryRow(ctx, `
-		UPDATE operating_hours SET day = $2, start_time = $3::time, end_time = $4::time
-		WHERE id = $1
-		RETURNING `+hoursColumns,
-		h.ID, isoDay(h.Day), h.Start, h.End))
+		UPDATE operating_hours SET day = @day, start_time = @start_time::time, end_time = @end_time::time
+		WHERE id = @id
+		RETURNING `+hoursColumns, hoursArgs(h)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return business.Hours{}, business.ErrHoursNotFound
 	}

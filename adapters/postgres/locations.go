@@ -23,42 +23,53 @@ type LocationRepo struct {
 // Locations returns the business-location repository.
 func (s *Store) Locations() *LocationRepo { return &LocationRepo{db: s.pool} }
 
-// locationColumns are the columns of a location l.
-const locationColumns = `l.id, l.business_id::text, l.name, l.timezone, l.npi, l.tax_id,
-		l.state_license, l.phone, l.fax, l.email, l.website, l.admin_name, l.admin_first_name,
-		l.admin_last_name, l.admin_phone, l.admin_email, l.address, l.city, l.state, l.zip_code,
-		l.country, l.suite, l.logo_blob_id, l.created_at, l.updated_at`
+// locationFields are the columns of a location that Create and Update
+// write and every read returns, between its id and business and its
+// times: a new field of business.Location is one line here.
+var locationFields = columns[business.Location]{
+	textColumn("name", func(l *business.Location) *string { return &l.Name }),
+	optionalText("timezone", func(l *business.Location) *string { return &l.Timezone }),
+	optionalText("npi", func(l *business.Location) *string { return &l.NPI }),
+	optionalText("tax_id", func(l *business.Location) *string { return &l.TaxID }),
+	optionalText("state_license", func(l *business.Location) *string { return &l.StateLicense }),
+	optionalText("phone", func(l *business.Location) *string { return &l.Phone }),
+	optionalText("fax", func(l *business.Location) *string { return &l.Fax }),
+	optionalText("email", func(l *business.Location) *string { return &l.Email }),
+	optionalText("website", func(l *business.Location) *string { return &l.Website }),
+	optionalText("admin_name", func(l *business.Location) *string { return &l.AdminName }),
+	optionalText("admin_first_name", func(l *business.Location) *string { return &l.AdminFirstName }),
+	optionalText("admin_last_name", func(l *business.Location) *string { return &l.AdminLastName }),
+	optionalText("admin_phone", func(l *business.Location) *string { return &l.AdminPhone }),
+	optionalText("admin_email", func(l *business.Location) *string { return &l.AdminEmail }),
+	optionalText("address", func(l *business.Location) *string { return &l.Address }),
+	optionalText("city", func(l *business.Location) *string { return &l.City }),
+	optionalText("state", func(l *business.Location) *string { return &l.State }),
+	optionalText("zip_code", func(l *business.Location) *string { return &l.ZipCode }),
+	optionalText("country", func(l *business.Location) *string { return &l.Country }),
+	optionalText("suite", func(l *business.Location) *string { return &l.Suite }),
+	optionalID("logo_blob_id", func(l *business.Location) *int64 { return &l.LogoBlobID }),
+}
 
-// locationSelect reads a location; callers add the WHERE clause.
-const locationSelect = `SELECT ` + locationColumns + ` FROM business_locations l`
+// The statements of a location, derived from locationFields.
+var (
+	// locationColumns are the columns of a location l.
+	locationColumns = `l.id, l.business_id::text, ` + locationFields.list("l.") + `, l.created_at, l.updated_at`
+	// locationSelect reads a location; callers add the WHERE clause.
+	locationSelect = `SELECT ` + locationColumns + ` FROM business_locations l`
+	locationInsert = `INSERT INTO business_locations (business_id, ` + locationFields.list("") + `)
+		VALUES (@business_id, ` + locationFields.params() + `)
+		RETURNING id, created_at, updated_at`
+	locationUpdate = `UPDATE business_locations SET ` + locationFields.assignments() + ` WHERE id = @id`
+)
 
 // scanLocation reads one row of locationSelect, then the columns after
 // them into extra; NULL text columns become "" and a NULL logo_blob_id
 // becomes 0.
 func scanLocation(row pgx.Row, extra ...any) (business.Location, error) {
-	var (
-		l                                                      business.Location
-		timezone, npi, taxID, license, phone, fax, email, site *string
-		admin, adminFirst, adminLast, adminPhone, adminEmail   *string
-		address, city, state, zip, country, suite              *string
-		logo                                                   *int64
-	)
-	dest := []any{&l.ID, &l.BusinessID, &l.Name, &timezone, &npi, &taxID,
-		&license, &phone, &fax, &email, &site, &admin, &adminFirst,
-		&adminLast, &adminPhone, &adminEmail, &address, &city, &state, &zip,
-		&country, &suite, &logo, &l.CreatedAt, &l.UpdatedAt}
-	err := row.Scan(append(dest, extra...)...)
-	if err != nil {
+	var l business.Location
+	dest := locationFields.dests(&l, []any{&l.ID, &l.BusinessID}, append([]any{&l.CreatedAt, &l.UpdatedAt}, extra...)...)
+	if err := row.Scan(dest...); err != nil {
 		return business.Location{}, err
-	}
-	l.Timezone, l.NPI, l.TaxID, l.StateLicense = deref(timezone), deref(npi), deref(taxID), deref(license)
-	l.Phone, l.Fax, l.Email, l.Website = deref(phone), deref(fax), deref(email), deref(site)
-	l.AdminName, l.AdminFirstName, l.AdminLastName = deref(admin), deref(adminFirst), deref(adminLast)
-	l.AdminPhone, l.AdminEmail = deref(adminPhone), deref(adminEmail)
-	l.Address, l.City, l.State, l.ZipCode = deref(address), deref(city), deref(state), deref(zip)
-	l.Country, l.Suite = deref(country), deref(suite)
-	if logo != nil {
-		l.LogoBlobID = *logo
 	}
 	return l, nil
 }
@@ -113,20 +124,8 @@ func (r *LocationRepo) Create(ctx context.Context, l *business.Location) error {
 		created, updated time.Time
 	)
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			INSERT INTO business_locations (business_id, name, timezone, npi, tax_id, state_license,
-				phone, fax, email, website, admin_name, admin_first_name, admin_last_name, admin_phone,
-				admin_email, address, city, state, zip_code, country, suite, logo_blob_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-				$18, $19, $20, $21, $22)
-			RETURNING id, created_at, updated_at`,
-			uid, l.Name, nullable(l.Timezone), nullable(l.NPI), nullable(l.TaxID),
-			nullable(l.StateLicense), nullable(l.Phone), nullable(l.Fax), nullable(l.Email),
-			nullable(l.Website), nullable(l.AdminName), nullable(l.AdminFirstName),
-			nullable(l.AdminLastName), nullable(l.AdminPhone), nullable(l.AdminEmail),
-			nullable(l.Address), nullable(l.City), nullable(l.State), nullable(l.ZipCode),
-			nullable(l.Country), nullable(l.Suite), nullableID(l.LogoBlobID),
-		).Scan(&id, &created, &updated)
+		err := tx.QueryRow(ctx, locationInsert, locationFields.args(l, pgx.NamedArgs{"business_id": uid})).
+			Scan(&id, &created, &updated)
 		if err != nil {
 			return locationWriteError("insert business location", l, err)
 		}
@@ -260,19 +259,7 @@ func (r *LocationRepo) Update(ctx context.Context, id int64, fn func(*business.L
 		if err := fn(&l); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `
-			UPDATE business_locations SET name = $2, timezone = $3, npi = $4, tax_id = $5,
-				state_license = $6, phone = $7, fax = $8, email = $9, website = $10, admin_name = $11,
-				admin_first_name = $12, admin_last_name = $13, admin_phone = $14, admin_email = $15,
-				address = $16, city = $17, state = $18, zip_code = $19, country = $20, suite = $21,
-				logo_blob_id = $22
-			WHERE id = $1`,
-			id, l.Name, nullable(l.Timezone), nullable(l.NPI), nullable(l.TaxID),
-			nullable(l.StateLicense), nullable(l.Phone), nullable(l.Fax), nullable(l.Email),
-			nullable(l.Website), nullable(l.AdminName), nullable(l.AdminFirstName),
-			nullable(l.AdminLastName), nullable(l.AdminPhone), nullable(l.AdminEmail),
-			nullable(l.Address), nullable(l.City), nullable(l.State), nullable(l.ZipCode),
-			nullable(l.Country), nullable(l.Suite), nullableID(l.LogoBlobID))
+		_, err = tx.Exec(ctx, locationUpdate, locationFields.args(&l, pgx.NamedArgs{"id": id}))
 		if err != nil {
 			return locationWriteError(fmt.Sprintf("update business location %d", id), &l, err)
 		}

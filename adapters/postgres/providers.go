@@ -18,17 +18,35 @@ type ProviderRepo struct {
 // Providers returns the provider repository.
 func (s *Store) Providers() *ProviderRepo { return &ProviderRepo{db: s.pool} }
 
+// providerFields are the columns of a provider that Create writes and the
+// listings read, after its id: a new field of business.Provider is one
+// line here.
+var providerFields = columns[business.Provider]{
+	textColumn("first_name", func(p *business.Provider) *string { return &p.FirstName }),
+	textColumn("last_name", func(p *business.Provider) *string { return &p.LastName }),
+	textColumn("email", func(p *business.Provider) *string { return &p.Email }),
+	optionalText("telehealth_link", func(p *business.Provider) *string { return &p.TelehealthLink }),
+}
+
+// The statements of a provider, derived from providerFields.
+var (
+	providerInsert = `INSERT INTO providers (` + providerFields.list("") + `)
+		VALUES (` + providerFields.params() + `)
+		RETURNING id`
+	// providerSelect reads the providers of location $1; callers may add
+	// a condition after AND, and the ORDER BY.
+	providerSelect = `SELECT p.id, ` + providerFields.list("p.") + `
+		FROM providers p JOIN provider_locations pl ON pl.provider_id = p.id
+		WHERE pl.location_id = $1`
+)
+
 // Create stores p, affiliated with location locationID, and sets its ID,
 // in one transaction. A missing location is business.ErrLocationNotFound
 // and leaves no provider behind.
 func (r *ProviderRepo) Create(ctx context.Context, p *business.Provider, locationID int64) error {
 	var id int64
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			INSERT INTO providers (first_name, last_name, email, telehealth_link)
-			VALUES ($1, $2, $3, $4)
-			RETURNING id`,
-			p.FirstName, p.LastName, p.Email, nullable(p.TelehealthLink)).Scan(&id)
+		err := tx.QueryRow(ctx, providerInsert, providerFields.args(p, nil)).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("insert provider: %w", err)
 		}
@@ -48,13 +66,6 @@ func (r *ProviderRepo) Create(ctx context.Context, p *business.Provider, locatio
 	p.ID = id
 	return nil
 }
-
-// providerSelect reads the providers of location $1; callers may add a
-// condition after AND, and the ORDER BY.
-const providerSelect = `
-		SELECT p.id, p.first_name, p.last_name, p.email, p.telehealth_link
-		FROM providers p JOIN provider_locations pl ON pl.provider_id = p.id
-		WHERE pl.location_id = $1`
 
 // providerOrder is the order of a location's providers.
 const providerOrder = ` ORDER BY p.last_name, p.first_name, p.id`
@@ -90,14 +101,10 @@ func collectProviders(rows pgx.Rows, err error, locationID int64) ([]business.Pr
 		return nil, fmt.Errorf("list providers of location %d: %w", locationID, err)
 	}
 	providers, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (business.Provider, error) {
-		var (
-			p          business.Provider
-			telehealth *string
-		)
-		if err := row.Scan(&p.ID, &p.FirstName, &p.LastName, &p.Email, &telehealth); err != nil {
+		var p business.Provider
+		if err := row.Scan(providerFields.dests(&p, []any{&p.ID})...); err != nil {
 			return business.Provider{}, err
 		}
-		p.TelehealthLink = deref(telehealth)
 		return p, nil
 	})
 	if err != nil {

@@ -42,3 +42,29 @@ func (d Date) valid() bool { return d.Month != 0 }
 func (d Date) midnight(loc *time.Location, days int) time.Time {
 	return time.Date(d.Year, d.Month, d.Day+days, 0, 0, 0, 0, loc)
 }
+
+// Clip cuts p to the window [from, to); ok is false when nothing of p is
+// left (p lies wholly outside the window, only touches it, or is empty).
+// Every adapter that answers free time for a window cuts it here, so a
+// slot that straddles a bound is cut the same way whatever EHR sent it.
+func (p Period) Clip(from, to time.Time) (_ Period, ok bool) {
+	if p.Start.Before(from) {
+		p.Start = from
+	}
+	if p.End.After(to) {
+		p.End = to
+	}
+	return p, p.End.After(p.Start)
+}
+
+// ClipPeriods cuts each of ps to [from, to) and drops those of which
+// nothing is left, keeping their order; the result is never nil.
+func ClipPeriods(ps []Period, from, to time.Time) []Period {
+	out := make([]Period, 0, len(ps))
+	for _, p := range ps {
+		if c, ok := p.Clip(from, to); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -3,7 +3,9 @@ package ehr
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/carebridge/carebridge/core"
 )
@@ -76,5 +78,47 @@ func TestInstant_Text(t *testing.T) {
 		if got := tt.in.text(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A period is cut to the window [from, to): what lies outside or only
+// touches a bound is dropped, what straddles a bound is cut at it.
+func TestPeriod_Clip(t *testing.T) {
+	nine := time.Date(2030, 3, 4, 9, 0, 0, 0, time.UTC)
+	p := func(m1, m2 int) Period {
+		return Period{Start: nine.Add(time.Duration(m1) * time.Minute), End: nine.Add(time.Duration(m2) * time.Minute)}
+	}
+	from, to := nine, nine.Add(60*time.Minute) // the window is p(0, 60)
+	for _, tt := range []struct {
+		name string
+		in   Period
+		want Period
+		ok   bool
+	}{
+		{"inside", p(10, 20), p(10, 20), true},
+		{"the window itself", p(0, 60), p(0, 60), true},
+		{"wholly before", p(-30, -10), Period{}, false},
+		{"wholly after", p(70, 90), Period{}, false},
+		{"ends at from", p(-30, 0), Period{}, false},
+		{"starts at to", p(60, 90), Period{}, false},
+		{"straddles from", p(-30, 15), p(0, 15), true},
+		{"straddles to", p(45, 90), p(45, 60), true},
+		{"covers the window", p(-30, 90), p(0, 60), true},
+		{"empty, inside", p(20, 20), Period{}, false},
+		{"empty, at from", p(0, 0), Period{}, false},
+		{"reversed", p(30, 20), Period{}, false},
+		{"zero", Period{}, Period{}, false},
+	} {
+		got, ok := tt.in.Clip(from, to)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("%s: %v.Clip = %v, %v; want %v, %v", tt.name, tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+	in := []Period{p(-30, -10), p(-30, 15), p(20, 20), p(30, 40), p(45, 90), p(60, 90)}
+	if got, want := ClipPeriods(in, from, to), []Period{p(0, 15), p(30, 40), p(45, 60)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ClipPeriods = %v, want %v", got, want)
+	}
+	if got := ClipPeriods(nil, from, to); got == nil || len(got) != 0 {
+		t.Errorf("ClipPeriods(nil) = %#v, want an empty slice", got)
 	}
 }

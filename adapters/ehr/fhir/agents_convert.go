@@ -28,7 +28,7 @@ func toAgent(p practitioner, roles []practitionerRole, log *slog.Logger) agentRe
 	if n := pickName(humanNames(p.Name)); n != nil {
 		out.FirstName = strings.Join(ehr.NonEmpty(n.Given), " ")
 		out.LastName = strings.TrimSpace(n.Family)
-		out.Name = convertName(*n).Text
+		out.Name = ehr.NormalName(toName(*n)).Text
 	}
 	out.Email = telecomValue(p.Telecom, "email")
 	tz := extensionCode(p.Extension, TimezoneExtension)

@@ -47,7 +47,7 @@ func (s *Scheduler) FreePeriods(ctx context.Context, agentID string, from, to ti
 	if err != nil {
 		return nil, err
 	}
-	return clipPeriods(subtractPeriods(free, busy), from, to), nil
+	return ehr.ClipPeriods(subtractPeriods(free, busy), from, to), nil
 }
 
 // activeSchedules returns the ids of the active Schedules whose actor is
@@ -193,23 +193,6 @@ func subtractPeriods(free, busy []ehr.Period) []ehr.Period {
 		}
 		if cur.End.After(cur.Start) {
 			out = append(out, cur)
-		}
-	}
-	return out
-}
-
-// clipPeriods cuts sorted periods to [from, to); the result is never nil.
-func clipPeriods(ps []ehr.Period, from, to time.Time) []ehr.Period {
-	out := []ehr.Period{}
-	for _, p := range ps {
-		if p.Start.Before(from) {
-			p.Start = from
-		}
-		if p.End.After(to) {
-			p.End = to
-		}
-		if p.End.After(p.Start) {
-			out = append(out, p)
 		}
 	}
 	return out

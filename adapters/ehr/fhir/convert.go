@@ -204,37 +204,30 @@ func (b bundle) next() string {
 	return ""
 }
 
-// toPatient converts a FHIR Patient into the internal record.
+// toPatient converts a FHIR Patient into the internal record: it picks
+// the name to show and the identifiers' types, and leaves the rest of the
+// rule (trimming, dropping empty entries) to ehr.NormalPatient.
 func toPatient(p patient, source string) ehr.Patient {
 	out := ehr.Patient{
-		ID:        strings.TrimSpace(p.ID),
-		Source:    source,
-		BirthDate: ehr.NormalDate(p.BirthDate),
-		Gender:    ehr.NormalGender(p.Gender),
+		ID:          p.ID,
+		Source:      source,
+		BirthDate:   p.BirthDate,
+		Gender:      p.Gender,
+		LastUpdated: ehr.NormalTime(p.Meta.LastUpdated),
 	}
 	if n := pickName(p.Name); n != nil {
-		out.Name = convertName(*n)
+		out.Name = toName(*n)
 	}
 	for _, id := range p.Identifier {
-		if v := strings.TrimSpace(id.Value); v != "" {
-			out.Identifiers = append(out.Identifiers, ehr.Identifier{
-				System: strings.TrimSpace(id.System), Value: v, Type: identifierType(id.Type)})
-		}
+		out.Identifiers = append(out.Identifiers, ehr.Identifier{System: id.System, Value: id.Value, Type: identifierType(id.Type)})
 	}
 	for _, t := range p.Telecom {
-		if c, ok := ehr.NormalContactPoint(ehr.ContactPoint(t)); ok {
-			out.Telecom = append(out.Telecom, c)
-		}
+		out.Telecom = append(out.Telecom, ehr.ContactPoint(t))
 	}
 	for _, a := range p.Address {
-		if addr, ok := ehr.NormalAddress(ehr.Address(a)); ok {
-			out.Address = append(out.Address, addr)
-		}
+		out.Address = append(out.Address, ehr.Address(a))
 	}
-	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(p.Meta.LastUpdated)); err == nil {
-		out.LastUpdated = t.UTC()
-	}
-	return out
+	return ehr.NormalPatient(out)
 }
 
 // pickName chooses the name to show: the official one, else the first
@@ -263,18 +256,9 @@ func pickName(names []humanName) *humanName {
 	return first
 }
 
-func convertName(n humanName) ehr.HumanName {
-	out := ehr.HumanName{
-		Family: strings.TrimSpace(n.Family),
-		Given:  ehr.NonEmpty(n.Given),
-		Text:   strings.Join(strings.Fields(n.Text), " "),
-		Suffix: ehr.NonEmpty(n.Suffix),
-	}
-	if out.Text == "" {
-		out.Text = strings.Join(append(append([]string(nil), out.Given...), out.Family), " ")
-		out.Text = strings.TrimSpace(out.Text)
-	}
-	return out
+// toName is n in the internal shape, as sent (ehr.NormalName normalises it).
+func toName(n humanName) ehr.HumanName {
+	return ehr.HumanName{Family: n.Family, Given: n.Given, Text: n.Text, Suffix: n.Suffix}
 }
 
 // identifierType is the code of an identifier's type (v2-0203 "MR" for a

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/carebridge/carebridge/core/ehr"
 )
@@ -233,9 +232,7 @@ func convertRecord[T any](t ehr.ClinicalType, raw json.RawMessage, conv func(T) 
 	r.Date = strings.TrimSpace(r.Date)
 	r.Status = strings.TrimSpace(r.Status)
 	r.Text = strings.TrimSpace(r.Text)
-	if lu, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(base.Meta.LastUpdated)); err == nil {
-		r.LastUpdated = lu.UTC()
-	}
+	r.LastUpdated = ehr.NormalTime(base.Meta.LastUpdated)
 	return r, nil
 }
 

@@ -425,11 +425,11 @@ func TestPeriods_MergeSubtractClip(t *testing.T) {
 	if got := subtractPeriods(free, []ehr.Period{p(0, 0, 23, 0)}); len(got) != 0 {
 		t.Errorf("all busy = %v", got)
 	}
-	clipped := clipPeriods(free, at(9, 10), at(13, 20))
+	clipped := ehr.ClipPeriods(free, at(9, 10), at(13, 20))
 	if want := []ehr.Period{p(9, 10, 10, 30), p(13, 0, 13, 20)}; !reflect.DeepEqual(clipped, want) {
 		t.Errorf("clipped = %v, want %v", clipped, want)
 	}
-	if got := clipPeriods(free, at(11, 0), at(12, 0)); got == nil || len(got) != 0 {
+	if got := ehr.ClipPeriods(free, at(11, 0), at(12, 0)); got == nil || len(got) != 0 {
 		t.Errorf("clipped to a gap = %#v, want empty", got)
 	}
 }

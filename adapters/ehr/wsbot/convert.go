@@ -307,13 +307,7 @@ func freeSpans(slots []wireSlot, from, to time.Time) ([]ehr.Period, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p.Start.Before(from) {
-			p.Start = from
-		}
-		if p.End.After(to) {
-			p.End = to
-		}
-		if p.End.After(p.Start) {
+		if p, ok := p.Clip(from, to); ok {
 			ps = append(ps, p)
 		}
 	}
@@ -341,44 +335,27 @@ func patientToWire(p ehr.Patient) wirePatient {
 }
 
 // patientFromWire converts a patients.search item of the EHR called
-// source, normalised as the FHIR adapter does: trimmed, empty entries
-// dropped, gender one of male, female, other, unknown (else ""), birth date
-// a (partial) date (else ""), lastUpdated in UTC (zero when unreadable).
+// source, normalised by ehr.NormalPatient as every adapter's patients are
+// (lastUpdated in UTC, zero when unreadable).
 func patientFromWire(w wirePatient, source string) ehr.Patient {
 	p := ehr.Patient{
-		ID:        strings.TrimSpace(w.ID),
-		Source:    source,
-		BirthDate: ehr.NormalDate(w.BirthDate),
-		Gender:    ehr.NormalGender(w.Gender),
-		Name: ehr.HumanName{
-			Family: strings.TrimSpace(w.Name.Family),
-			Given:  ehr.NonEmpty(w.Name.Given),
-			Text:   strings.Join(strings.Fields(w.Name.Text), " "),
-		},
-	}
-	if p.Name.Text == "" {
-		p.Name.Text = strings.TrimSpace(strings.Join(append(slices.Clone(p.Name.Given), p.Name.Family), " "))
+		ID:          w.ID,
+		Source:      source,
+		BirthDate:   w.BirthDate,
+		Gender:      w.Gender,
+		Name:        ehr.HumanName{Family: w.Name.Family, Given: w.Name.Given, Text: w.Name.Text},
+		LastUpdated: ehr.NormalTime(w.LastUpdated),
 	}
 	for _, id := range w.Identifiers {
-		if v := strings.TrimSpace(id.Value); v != "" {
-			p.Identifiers = append(p.Identifiers, ehr.Identifier{
-				System: strings.TrimSpace(id.System), Value: v, Type: strings.TrimSpace(id.Type)})
-		}
+		p.Identifiers = append(p.Identifiers, ehr.Identifier(id))
 	}
 	for _, t := range w.Telecom {
-		if c, ok := ehr.NormalContactPoint(ehr.ContactPoint(t)); ok {
-			p.Telecom = append(p.Telecom, c)
-		}
+		p.Telecom = append(p.Telecom, ehr.ContactPoint(t))
 	}
 	for _, a := range w.Address {
-		if addr, ok := ehr.NormalAddress(ehr.Address(a)); ok {
-			p.Address = append(p.Address, addr)
-		}
+		p.Address = append(p.Address, ehr.Address(a))
 	}
-	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(w.LastUpdated)); err == nil {
-		p.LastUpdated = t.UTC()
-	}
-	return p
+	return ehr.NormalPatient(p)
 }
 
 // clipN clips upstream text to n bytes for a message.

@@ -121,18 +121,7 @@ func (s *Server) availability(payload json.RawMessage) (any, *protoError) {
 // freeLocked is a's free time in [from, to) less the appointments that
 // block it (but the one called except), sorted.
 func (s *Server) freeLocked(a *agent, from, to time.Time, except string) []ehr.Period {
-	var free []ehr.Period
-	for _, f := range a.free {
-		if f.Start.Before(from) {
-			f.Start = from
-		}
-		if f.End.After(to) {
-			f.End = to
-		}
-		if f.End.After(f.Start) {
-			free = append(free, f)
-		}
-	}
+	free := ehr.ClipPeriods(a.free, from, to)
 	for _, ap := range s.appts {
 		if ap.agentID != a.a.ID || ap.id == except || !blocks(ap.status) {
 			continue
