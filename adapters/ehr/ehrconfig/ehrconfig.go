@@ -157,7 +157,8 @@ type System struct {
 	// default (see SyncInterval).
 	SyncInterval time.Duration
 	// PropagateTrace sends the W3C traceparent of each call to the system
-	// (propagate_trace; fhir only). Default false.
+	// (propagate_trace; only for the adapter kinds that allow it, see
+	// AdapterRules.NoPropagateTrace). Default false.
 	PropagateTrace bool
 }
 

@@ -129,7 +129,7 @@ type SyncStatus struct {
 // syncLoops runs the pollers of EHR sync of one instance.
 type syncLoops struct {
 	ehrs    *Systems
-	sync    Sync
+	deps    Sync
 	owner   string // this instance, in the leases
 	tuning  SyncTuning
 	log     *slog.Logger
@@ -139,11 +139,11 @@ type syncLoops struct {
 
 // newSyncLoops makes the pollers of the systems of e, their metrics on
 // reg.
-func newSyncLoops(e *Systems, sync Sync, log *slog.Logger, reg prometheus.Registerer) *syncLoops {
-	tuning := sync.Tuning
+func newSyncLoops(e *Systems, deps Sync, log *slog.Logger, reg prometheus.Registerer) *syncLoops {
+	tuning := deps.Tuning
 	tuning.ReconcileEvery = cmp.Or(tuning.ReconcileEvery, syncReconcileEvery)
 	board := newSyncBoard()
-	return &syncLoops{ehrs: e, sync: sync, owner: core.NewUUID(), tuning: tuning,
+	return &syncLoops{ehrs: e, deps: deps, owner: core.NewUUID(), tuning: tuning,
 		log: log.With("component", "sync"), metrics: newSyncMetrics(reg, board), board: board}
 }
 
@@ -227,7 +227,7 @@ func (l *syncLoops) settle(ctx context.Context, running map[string]*syncRun, tar
 // logged once and its poller ends (until a reload changes the system).
 func (l *syncLoops) poll(ctx context.Context, name string, t syncTarget) {
 	interval := cmp.Or(l.tuning.Interval, t.interval)
-	s := ehr.NewSyncer(t.feed, t.sys.scheduler, l.sync.Store, l.sync.Tx, ehr.SyncConfig{
+	s := ehr.NewSyncer(t.feed, t.sys.scheduler, l.deps.Store, l.deps.Tx, ehr.SyncConfig{
 		System: name, Owner: l.owner, Businesses: t.businesses, Interval: interval, Lease: l.tuning.Lease})
 	log := l.log.With("ehr", name)
 	m := l.metrics.system(name)
@@ -319,7 +319,7 @@ func (l *syncLoops) failed(name string, err error, log *slog.Logger, m *systemSy
 // observe takes in the cursor of a system another instance polls, so that
 // this instance's lag and /readyz tell the truth too.
 func (l *syncLoops) observe(ctx context.Context, name string, log *slog.Logger) {
-	st, found, err := l.sync.Status(ctx, name)
+	st, found, err := l.deps.Status(ctx, name)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		log.Warn("read the sync status", "code", failureCode(err))
