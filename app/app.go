@@ -21,6 +21,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/auth"
 	"github.com/carebridge/carebridge/adapters/clamd"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrsystems"
 	"github.com/carebridge/carebridge/adapters/fsblob"
 	"github.com/carebridge/carebridge/adapters/httpapi"
 	"github.com/carebridge/carebridge/adapters/keyring"
@@ -88,7 +89,7 @@ type Config struct {
 	WebhookResolver event.Resolver
 	// Sync tunes the pollers of EHR sync (the systems with sync on in the
 	// EHR systems file); zero fields take the defaults.
-	Sync SyncTuning
+	Sync ehrsystems.SyncTuning
 	// Scanner is the ClamAV daemon every upload is scanned by
 	// (CLAMD_ADDRESS); nil: uploads are not scanned.
 	Scanner *clamd.Config
@@ -109,18 +110,16 @@ type ObjectStore struct {
 
 // App is the running service.
 type App struct {
-	log      *slog.Logger
-	db       *postgres.Store
-	objects  storage.ObjectStore
-	redis    *redis.Cache // nil without REDIS_URL
-	ehrs     *ehrs        // the EHR systems in force; ReloadEHR swaps them
-	server   *http.Server
-	listener net.Listener
-	purged   prometheus.Counter // expired Idempotency-Keys removed
-	swept    prometheus.Counter // orphan objects removed
-	// reconciled counts the bookings whose lost outcome was settled, by
-	// outcome (recorded, released, failed).
-	reconciled     *prometheus.CounterVec
+	log     *slog.Logger
+	db      *postgres.Store
+	objects storage.ObjectStore
+	redis   *redis.Cache // nil without REDIS_URL
+	// ehrs are the EHR systems in force (ReloadEHR swaps them) and the
+	// pollers of EHR sync.
+	ehrs           *ehrsystems.Systems
+	server         *http.Server
+	listener       net.Listener
+	jobs           *jobMetrics // what the jobs of loops did
 	reconcileEvery time.Duration
 	scheduling     *ehr.Scheduling
 	// links keeps the person links; its listener (a loop) keeps its memo
@@ -128,12 +127,9 @@ type App struct {
 	links       *postgres.Links
 	personLinks *ehr.Links
 	blobs       *storage.Service
-	// sweptIncomplete counts the leftovers of unfinished writes removed.
-	sweptIncomplete prometheus.Counter
-	audit           *auditor
-	events          *events
-	sync            *syncLoops
-	tracing         *tracing // Close flushes it
+	audit       *auditor
+	events      *events
+	tracing     *tracing // Close flushes it
 	// scanner tells /readyz how the malware scanner is.
 	scanner scanner
 }
@@ -158,8 +154,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 // build makes, in order, what New connects to the database: the object
 // store, the token verifier, the service keys and the cache, the EHR
-// systems with search and scheduling, the metrics of the jobs, the audit
-// trail, the events, EHR sync, the blob service, and the HTTP server.
+// systems (with EHR sync) and search and scheduling over them, the metrics
+// of the jobs, the audit trail, the events, the blob service, and the HTTP
+// server.
 func (a *App) build(ctx context.Context, cfg Config) error {
 	if err := a.buildTracing(ctx, &cfg); err != nil {
 		return err
@@ -184,7 +181,8 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	a.registerJobMetrics(registry)
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.jobs = newJobMetrics(registry)
 	a.audit, err = newAuditor(a.db, registry, a.log.With("component", "audit"), cfg.Tracing.Provider)
 	if err != nil {
 		return err
@@ -193,7 +191,6 @@ func (a *App) build(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	a.sync = newSyncLoops(a, cfg.Sync, registry)
 	if err := a.buildBlobs(cfg, registry); err != nil {
 		return err
 	}
@@ -216,42 +213,8 @@ func (a *App) buildObjectStore(ctx context.Context, cfg ObjectStore) error {
 	return nil
 }
 
-// buildEHR puts the EHR systems of cfg in force, logs them, and builds the
-// scheduling and person-links use cases over them; it returns the search
-// use case, which reads the person links.
-func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cache, registry *prometheus.Registry) (*ehr.Service, error) {
-	var err error
-	a.ehrs, err = newEHRs(cfg.EHR, a.log, newEHRMetrics(registry), cfg.Tracing.Provider)
-	if err != nil {
-		return nil, err
-	}
-	logEHRSystems(ctx, a.log, cfg.EHR)
-	a.pinEHRSystems(ctx)
-	a.links = a.db.Links()
-	a.personLinks = ehr.NewLinks(a.ehrs, a.links)
-	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit, Links: a.links, KeyKey: keys.searchKeyKey()})
-	a.scheduling = ehr.NewScheduling(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
-		ehr.SchedulingConfig{FingerprintKeys: keys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
-	a.reconcileEvery = cfg.ReconcileEvery
-	return search, nil
-}
-
-// registerJobMetrics registers the Go and process collectors and the
-// counters of the Idempotency-Key purge and the booking reconciler.
-func (a *App) registerJobMetrics(registry *prometheus.Registry) {
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
-		Help: "Idempotency-Keys removed after their retention."})
-	registry.MustRegister(a.purged)
-	a.reconciled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_bookings_reconciled_total",
-		Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
-		[]string{"outcome"})
-	registry.MustRegister(a.reconciled)
-}
-
 // buildBlobs builds the storage core over the object store, with the
-// malware scanner when one is set, and registers the counters of the
-// sweeper that cleans up after it.
+// malware scanner when one is set.
 func (a *App) buildBlobs(cfg Config, registry *prometheus.Registry) error {
 	keys := cfg.BlobKeys
 	if keys == nil {
@@ -264,11 +227,6 @@ func (a *App) buildBlobs(cfg Config, registry *prometheus.Registry) error {
 	}
 	a.blobs = storage.NewService(a.db.Blobs(), a.db.StorageTx(), a.objects, keys, a.db, cfg.MaxUploadBytes,
 		append(a.scanner.options, storage.WithReadAhead(newReadAheadPool(cfg.ReadAheadBytes, registry)))...)
-	a.swept = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
-		Help: "Objects without a blob entry, older than an hour, removed by the sweeper."})
-	a.sweptIncomplete = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_incomplete_uploads_removed_total",
-		Help: "Temporary files and incomplete multipart uploads of unfinished writes, older than a day, removed by the sweeper."})
-	registry.MustRegister(a.swept, a.sweptIncomplete)
 	return nil
 }
 
@@ -288,7 +246,7 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Tracer:             cfg.Tracing.Provider,
 		Audit:              a.audit,
 		Ready:              a.ready,
-		Sync:               a.sync.board.states,
+		Sync:               a.syncStates,
 		Scanner:            a.scanner.state,
 		ScannerLoad:        a.scanner.load,
 		ReadyTTL:           cfg.ReadyTTL,
@@ -377,18 +335,6 @@ func NewBusinessWithoutLogos(db *postgres.Store) *business.Service {
 	return business.NewService(db.Businesses(), db.Members(), db.Locations(), db.Providers(), db.Hours(), noLogos{}, db.BusinessTx())
 }
 
-// ReloadEHR puts the EHR systems of cfg (nil: none) in force, as SIGHUP
-// does: requests in flight finish on the systems they started with and the
-// next ones use the new; a system whose configuration (secrets included) is
-// unchanged keeps its clients, with their breaker, token cache, rate limiter
-// and link. When a system cannot be built it returns why and the systems in
-// force stay. Before, the bookings that do not record their EHR system yet
-// are pinned to it under the systems in force (pinEHRSystems).
-func (a *App) ReloadEHR(cfg *ehrconfig.Config) error {
-	a.pinEHRSystems(context.Background())
-	return a.ehrs.reload(cfg)
-}
-
 // Addr is the address the server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
@@ -465,13 +411,4 @@ func (a *App) Close() {
 	}
 	a.db.Close()
 	a.tracing.close(a.log) // last: the spans of everything above
-}
-
-// closeAll closes cs in reverse order and logs the failures.
-func closeAll(log *slog.Logger, cs []io.Closer) {
-	for i := len(cs) - 1; i >= 0; i-- {
-		if err := cs[i].Close(); err != nil {
-			log.Warn("close EHR link", "error", err)
-		}
-	}
 }

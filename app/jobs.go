@@ -26,6 +26,35 @@ const (
 	reconcileBatch = 100
 )
 
+// jobMetrics count what the jobs did.
+type jobMetrics struct {
+	purged prometheus.Counter // expired Idempotency-Keys removed
+	// reconciled counts the bookings whose lost outcome was settled, by
+	// outcome (recorded, released, failed).
+	reconciled *prometheus.CounterVec
+	swept      prometheus.Counter // orphan objects removed
+	// sweptIncomplete counts the leftovers of unfinished writes removed.
+	sweptIncomplete prometheus.Counter
+}
+
+// newJobMetrics registers the counters of the Idempotency-Key purge, the
+// booking reconciler and the object sweeper on reg.
+func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
+	m := &jobMetrics{
+		purged: prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_idempotency_keys_purged_total",
+			Help: "Idempotency-Keys removed after their retention."}),
+		reconciled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_bookings_reconciled_total",
+			Help: "Bookings whose EHR answer was lost (a time-out, a crash), settled by the reconciler: recorded (found in the EHR), released (not found), failed (tried again later)."},
+			[]string{"outcome"}),
+		swept: prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_orphan_objects_removed_total",
+			Help: "Objects without a blob entry, older than an hour, removed by the sweeper."}),
+		sweptIncomplete: prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_incomplete_uploads_removed_total",
+			Help: "Temporary files and incomplete multipart uploads of unfinished writes, older than a day, removed by the sweeper."}),
+	}
+	reg.MustRegister(m.purged, m.reconciled, m.swept, m.sweptIncomplete)
+	return m
+}
+
 // reconcileBookings settles, every `every` until ctx is done, the
 // bookings whose EHR answer was lost (ehr.Scheduling.Reconcile), a batch
 // at a time until a batch comes back short. Every instance runs it: each

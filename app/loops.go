@@ -16,17 +16,19 @@ import (
 // listens, search reads each business's links from memory), and the
 // events' delivery (wake-ups, dispatcher, relay, purge).
 func (a *App) loops() []func(context.Context) {
-	jobs := a.log.With("component", "jobs")
+	log := a.log.With("component", "jobs")
 	loops := []func(context.Context){
 		a.audit.runTally,
-		func(ctx context.Context) { purgeIdempotency(ctx, a.db.Idempotency(), jobs, a.purged) },
-		func(ctx context.Context) { sweepObjects(ctx, a.db, a.blobs, jobs, a.swept, a.sweptIncomplete) },
+		func(ctx context.Context) { purgeIdempotency(ctx, a.db.Idempotency(), log, a.jobs.purged) },
 		func(ctx context.Context) {
-			reconcileBookings(ctx, cmp.Or(a.reconcileEvery, reconcileEvery), a.scheduling, jobs, a.reconciled)
+			sweepObjects(ctx, a.db, a.blobs, log, a.jobs.swept, a.jobs.sweptIncomplete)
 		},
-		a.sync.run,
 		func(ctx context.Context) {
-			a.links.Run(ctx, func(err error) { jobs.Warn("listen for person links", "error", err.Error()) })
+			reconcileBookings(ctx, cmp.Or(a.reconcileEvery, reconcileEvery), a.scheduling, log, a.jobs.reconciled)
+		},
+		a.ehrs.Run,
+		func(ctx context.Context) {
+			a.links.Run(ctx, func(err error) { log.Warn("listen for person links", "error", err.Error()) })
 		},
 	}
 	return append(loops, a.events.loops()...)

@@ -19,8 +19,8 @@ func (a *App) pinEHRSystems(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinTimeout)
 	defer cancel()
 	n, err := a.db.PinEHRSystems(ctx, func(business string) (string, bool) {
-		in := a.ehrs.integrationOf(business)
-		return in.name, in.sch != nil
+		name, sch := a.ehrs.Integration(business)
+		return name, sch != nil
 	})
 	if err != nil {
 		a.log.Warn("pin the EHR system of older bookings", "error", err.Error())

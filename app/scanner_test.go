@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carebridge/carebridge/core/storage"
+	"github.com/carebridge/carebridge/test/promtest"
 )
 
 // stubScan answers sig or err; writes fail with writeErr.
@@ -62,11 +63,11 @@ func TestMeteredScanner_CountsEachScanOnceByResult(t *testing.T) {
 		sc.Close()
 	}
 	for result, want := range map[string]float64{scanClean: 1, scanInfected: 1, scanError: 3, scanAborted: 1} {
-		if got, _ := value(t, reg, "carebridge_scans_total", map[string]string{"result": result}); got != want {
+		if got, _ := promtest.Value(t, reg, "carebridge_scans_total", map[string]string{"result": result}); got != want {
 			t.Errorf("%s: %v, want %v", result, got, want)
 		}
 	}
-	if n, _ := value(t, reg, "carebridge_scan_duration_seconds", nil); n != 2 { // the two verdicts
+	if n, _ := promtest.Value(t, reg, "carebridge_scan_duration_seconds", nil); n != 2 { // the two verdicts
 		t.Fatalf("%v verdict waits observed, want 2", n)
 	}
 }

@@ -354,7 +354,7 @@ func searchAndBookFile(t *testing.T, e *fakeEHR, botURL string) *ehrconfig.Confi
 integration:
   ehr: peer
 `, e.name, e.srv.URL, botURL)
-	cfg, err := ehrconfig.Parse([]byte(yaml), nil, func(string) string { return "key-" + e.name })
+	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, func(string) string { return "key-" + e.name })
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, yaml)
 	}

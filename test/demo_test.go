@@ -36,7 +36,7 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 	if d.Integration != demoehr.FHIRName {
 		t.Fatalf("integration EHR %s", d.Integration)
 	}
-	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 	if d.Integration != demoehr.BotName || !strings.Contains(d.Summary(), "FHIR demo off") {
 		t.Fatalf("integration %s, summary %q", d.Integration, d.Summary())
 	}
-	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,7 @@ func TestDemo_WithoutTheFHIRServerTheBotServesBothPractices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestDemo_FrontDeskChangesBecomeEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func startDemoPractices(t *testing.T, w *world, keyByte byte) (*demoehr.Demo, de
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	cfg, err := ehrconfig.Load(d.File, key, os.Getenv)
+	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

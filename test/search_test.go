@@ -22,7 +22,7 @@ func ehrFile(t *testing.T, timeoutMS int, ehrs ...*fakeEHR) (*ehrconfig.Config, 
 	t.Helper()
 	yaml, env := ehrYAML(timeoutMS, ehrs...)
 	getenv := func(k string) string { return env[k] }
-	cfg, err := ehrconfig.Parse([]byte(yaml), nil, getenv)
+	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, getenv)
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, yaml)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrsystems"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/test/fhirtest"
@@ -19,7 +20,7 @@ import (
 // EHR sync end to end (issue 21): changes made directly in a fake EHR
 // (its own screens) reach a webhook receiver as events with origin ehr.
 
-// syncEvery is the poll interval of these tests (app.SyncTuning).
+// syncEvery is the poll interval of these tests (ehrsystems.SyncTuning).
 const syncEvery = 200 * time.Millisecond
 
 // syncWait bounds every wait for a poll's outcome: generous, as the EHR
@@ -47,7 +48,7 @@ func (sw *syncWorld) syncConfig(cfg *ehrconfig.Config, lease time.Duration) func
 	return func(c *app.Config) {
 		c.EHR = cfg
 		sw.h.configure(c)
-		c.Sync = app.SyncTuning{Interval: syncEvery, Lease: lease}
+		c.Sync = ehrsystems.SyncTuning{Interval: syncEvery, Lease: lease}
 	}
 }
 

@@ -313,7 +313,7 @@ func loadEHRConfig(getenv env, bad badFunc) *ehrconfig.Config {
 	if path == "" {
 		return nil
 	}
-	c, err := ehrconfig.Load(path, credKey, getenv)
+	c, err := app.EHRKinds().Load(path, credKey, getenv)
 	if err != nil {
 		bad("EHR_CONFIG", "%v", err) // oneLine folds its lines
 	}

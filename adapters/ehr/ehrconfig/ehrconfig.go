@@ -14,7 +14,8 @@
 //
 // Defaults and bounds:
 //
-//   - search_endpoint: "/Patient" for fhir, "patients.search" for wsbot;
+//   - search_endpoint: the adapter kind's default (AdapterRules:
+//     "/Patient" for fhir, "patients.search" for wsbot);
 //
 //   - search_types: [patient_record] (the only known type);
 //
@@ -32,8 +33,9 @@
 //
 //   - api_key_header: X-API-Key;
 //
-//   - base_url and token_url: https, or wss for wsbot; http and ws only
-//     on a loopback host (127.0.0.0/8, ::1, localhost);
+//   - base_url: the adapter kind's scheme (https, or wss for wsbot), and
+//     token_url https; http and ws only on a loopback host (127.0.0.0/8,
+//     ::1, localhost);
 //
 //   - private_key_jwt (SMART Backend Services): token_url, client_id,
 //     key_id, algorithm RS384 (an RSA private_key of at least 2048 bits)
@@ -48,8 +50,8 @@
 //   - propagate_trace: false. true sends the W3C traceparent of each
 //     call's span to the system (when traces are on), so its own traces
 //     join Carebridge's; off by default, as the EHR is past a trust
-//     boundary. Only for adapter fhir: the bot protocol has no place for
-//     it.
+//     boundary. Only for the adapter kinds that allow it (fhir: the bot
+//     protocol has no place for it).
 //
 // At least one system is required: a file without systems is taken for a
 // mistake (leave EHR_CONFIG unset to run without EHRs).
@@ -82,14 +84,12 @@ const (
 	// MaxNameLen is the longest system name.
 	MaxNameLen = 64
 
-	DefaultTimeout             = 5000 * time.Millisecond
-	MaxTimeout                 = 120000 * time.Millisecond
-	DefaultRetryAttempts       = 0
-	MaxRetryAttempts           = 10
-	MaxRequestsPerMinute       = 100000
-	DefaultAPIKeyHeader        = "X-API-Key"
-	DefaultFHIRSearchEndpoint  = "/Patient"
-	DefaultWSBotSearchEndpoint = "patients.search"
+	DefaultTimeout       = 5000 * time.Millisecond
+	MaxTimeout           = 120000 * time.Millisecond
+	DefaultRetryAttempts = 0
+	MaxRetryAttempts     = 10
+	MaxRequestsPerMinute = 100000
+	DefaultAPIKeyHeader  = "X-API-Key"
 
 	// DefaultSyncInterval is the sync interval of an integration EHR
 	// without sync.interval.
@@ -100,13 +100,9 @@ const (
 	MaxSyncInterval = 24 * time.Hour
 )
 
-// Adapter names the client that talks to a system.
+// Adapter names the client that talks to a system: the name of an adapter
+// kind given to Parse (AdapterRules.Name).
 type Adapter string
-
-const (
-	AdapterFHIR  Adapter = "fhir"  // REST, FHIR R4
-	AdapterWSBot Adapter = "wsbot" // the WebSocket bot protocol
-)
 
 // SearchType is a kind of record a system is searched for.
 type SearchType string
@@ -161,7 +157,8 @@ type System struct {
 	// default (see SyncInterval).
 	SyncInterval time.Duration
 	// PropagateTrace sends the W3C traceparent of each call to the system
-	// (propagate_trace; fhir only). Default false.
+	// (propagate_trace; only for the adapter kinds that allow it, see
+	// AdapterRules.NoPropagateTrace). Default false.
 	PropagateTrace bool
 }
 
@@ -350,7 +347,7 @@ type (
 )
 
 // Load reads and parses the EHR systems file at path; see Parse.
-func Load(path string, credentialsKey []byte, getenv func(string) string) (*Config, error) {
+func Load(adapters []AdapterRules, path string, credentialsKey []byte, getenv func(string) string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open EHR systems file: %w", err)
@@ -360,19 +357,21 @@ func Load(path string, credentialsKey []byte, getenv func(string) string) (*Conf
 	if err != nil {
 		return nil, fmt.Errorf("read EHR systems file: %w", err)
 	}
-	return Parse(data, credentialsKey, getenv)
+	return Parse(adapters, data, credentialsKey, getenv)
 }
 
-// Parse decodes and validates an EHR systems file. credentialsKey (32
+// Parse decodes and validates an EHR systems file, whose systems may name
+// the adapter kinds of adapters (in the order the errors list them).
+// credentialsKey (32
 // bytes, EHR_CREDENTIALS_KEY; nil when unset) decrypts enc:v1: secrets and
 // getenv (os.Getenv in production; nil means no variables) resolves env:
 // secrets. Every problem is reported at once, joined with errors.Join.
-func Parse(data []byte, credentialsKey []byte, getenv func(string) string) (*Config, error) {
+func Parse(adapters []AdapterRules, data []byte, credentialsKey []byte, getenv func(string) string) (*Config, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("EHR systems file is larger than %d bytes", MaxFileSize)
 	}
 	var raw rawFile
-	v := validator{secrets: &secretResolver{key: credentialsKey, getenv: getenv}}
+	v := validator{secrets: &secretResolver{key: credentialsKey, getenv: getenv}, adapters: adapters}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&raw); err != nil {

@@ -72,7 +72,7 @@ func systemsFile(t testing.TB, systems ...map[string]any) []byte {
 
 func mustParse(t *testing.T, data []byte) *Config {
 	t.Helper()
-	cfg, err := Parse(data, key(t, testKeyHex), env(map[string]string{"EHR_SECRET": plainSecret}))
+	cfg, err := Parse(testAdapters, data, key(t, testKeyHex), env(map[string]string{"EHR_SECRET": plainSecret}))
 	if err != nil {
 		t.Fatalf("Parse: %v\n%s", err, data)
 	}
@@ -121,7 +121,7 @@ integration:
 	want := &Config{
 		Systems: []System{{
 			Name:           "clinic-a",
-			Adapter:        AdapterFHIR,
+			Adapter:        Adapter("fhir"),
 			BaseURL:        "https://ehr.example/fhir",
 			SearchEndpoint: "/Patient",
 			SearchTypes:    []SearchType{SearchPatientRecord},
@@ -139,7 +139,7 @@ integration:
 			SyncInterval:  60 * time.Second,
 		}, {
 			Name:           "bot.b",
-			Adapter:        AdapterWSBot,
+			Adapter:        Adapter("wsbot"),
 			BaseURL:        "wss://bot.example/ws",
 			SearchEndpoint: "patients.search",
 			SearchTypes:    []SearchType{SearchPatientRecord},
@@ -147,7 +147,7 @@ integration:
 			Timeout:        DefaultTimeout,
 		}, {
 			Name:           "clinic_c",
-			Adapter:        AdapterFHIR,
+			Adapter:        Adapter("fhir"),
 			BaseURL:        "http://127.0.0.1:8081/fhir/R4",
 			SearchEndpoint: "/Patient",
 			SearchTypes:    []SearchType{SearchPatientRecord},
@@ -159,7 +159,7 @@ integration:
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got\n%#v\nwant\n%#v", cfg, want)
 	}
-	if s, ok := cfg.System("bot.b"); !ok || s.Adapter != AdapterWSBot {
+	if s, ok := cfg.System("bot.b"); !ok || s.Adapter != Adapter("wsbot") {
 		t.Errorf("System(bot.b) = %v, %v", s, ok)
 	}
 	if _, ok := cfg.System("nope"); ok {
@@ -175,7 +175,7 @@ func TestParse_Defaults(t *testing.T) {
 		!reflect.DeepEqual(s.SearchTypes, []SearchType{SearchPatientRecord}) || cfg.Integration.EHR != "" {
 		t.Errorf("defaults: %+v", s)
 	}
-	if _, err := Parse(systemsFile(t, validSystem()), nil, nil); err != nil {
+	if _, err := Parse(testAdapters, systemsFile(t, validSystem()), nil, nil); err != nil {
 		t.Errorf("a file without secrets needs no key: %v", err)
 	}
 }
@@ -334,7 +334,7 @@ func TestParse_Validation(t *testing.T) {
 			m := validSystem()
 			tt.change(m)
 			data := systemsFile(t, m)
-			cfg, err := Parse(data, key(t, testKeyHex), env(map[string]string{"EHR_SECRET": plainSecret}))
+			cfg, err := Parse(testAdapters, data, key(t, testKeyHex), env(map[string]string{"EHR_SECRET": plainSecret}))
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("Parse: %v\n%s", err, data)
@@ -398,7 +398,7 @@ func TestParse_PlaintextURLsOnlyOnLoopback(t *testing.T) {
 			if tt.tokenURL != "" {
 				sys["authentication"] = oauth(tt.tokenURL)
 			}
-			_, err := Parse(systemsFile(t, sys), nil, env(map[string]string{"EHR_SECRET": plainSecret}))
+			_, err := Parse(testAdapters, systemsFile(t, sys), nil, env(map[string]string{"EHR_SECRET": plainSecret}))
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("Parse: %v", err)
@@ -435,7 +435,7 @@ func TestParse_FileRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.data), nil, nil)
+			_, err := Parse(testAdapters, []byte(tt.data), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
 			}
@@ -457,7 +457,7 @@ func TestParse_ReportsEveryProblemAtOnce(t *testing.T) {
 	b["name"] = "clinic-b"
 	b["authentication"] = map[string]any{"type": "oauth2", "client_secret": "plain"}
 	data := string(systemsFile(t, a, b)) + "integration: {ehr: nobody}\n"
-	_, err := Parse([]byte(data), nil, nil)
+	_, err := Parse(testAdapters, []byte(data), nil, nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -482,7 +482,7 @@ func TestParse_ReportsEveryProblemAtOnce(t *testing.T) {
 }
 
 func TestParse_TypeErrorsAndRulesTogether(t *testing.T) {
-	_, err := Parse([]byte("ehr_systems:\n  - {name: x y, adapter: fhir, base_url: 'https://e.example', timeout: 5s, colour: red}\n"), nil, nil)
+	_, err := Parse(testAdapters, []byte("ehr_systems:\n  - {name: x y, adapter: fhir, base_url: 'https://e.example', timeout: 5s, colour: red}\n"), nil, nil)
 	for _, want := range []string{"line 2: cannot unmarshal !!str into int", "field colour not found in type System", "ehr_systems[0]: name: must be"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -524,7 +524,7 @@ func TestParse_Secrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(withSecret(tt.written), tt.key, env(tt.env))
+			cfg, err := Parse(testAdapters, withSecret(tt.written), tt.key, env(tt.env))
 			if !tt.wantErr {
 				if err != nil {
 					t.Fatal(err)
@@ -640,18 +640,18 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, systemsFile(t, validSystem()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path, nil, nil)
+	cfg, err := Load(testAdapters, path, nil, nil)
 	if err != nil || len(cfg.Systems) != 1 {
 		t.Fatalf("Load = %v, %v", cfg, err)
 	}
-	if _, err := Load(filepath.Join(dir, "missing.yaml"), nil, nil); err == nil {
+	if _, err := Load(testAdapters, filepath.Join(dir, "missing.yaml"), nil, nil); err == nil {
 		t.Error("missing file loaded")
 	}
 	big := filepath.Join(dir, "big.yaml")
 	if err := os.WriteFile(big, append(systemsFile(t, validSystem()), bytes.Repeat([]byte("#"), MaxFileSize)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(big, nil, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := Load(testAdapters, big, nil, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("big file: %v", err)
 	}
 }
@@ -673,7 +673,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(data, k, env(map[string]string{"X": plainSecret}))
+		cfg, err := Parse(testAdapters, data, k, env(map[string]string{"X": plainSecret}))
 		if err != nil {
 			if cfg != nil {
 				t.Fatal("config with error")

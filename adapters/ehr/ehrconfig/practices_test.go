@@ -55,7 +55,7 @@ func TestParse_BusinessesAndByBusiness(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := practicesFile(tt.businesses, tt.tail)
-			cfg, err := Parse(data, nil, nil)
+			cfg, err := Parse(testAdapters, data, nil, nil)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("Parse: %v\n%s", err, data)

@@ -95,7 +95,7 @@ func TestParse_PrivateKeyJWT(t *testing.T) {
 		withParams := "-----BEGIN EC PARAMETERS-----\nBgUrgQQAIg==\n-----END EC PARAMETERS-----\n" + keys.p384SEC1
 		for _, pk := range []string{keys.p384SEC1, keys.p384PKCS8, withParams} {
 			getenv := env(map[string]string{"EHR_KEY": pk})
-			cfg, err := Parse(systemsFile(t, smartSystem(t, "private_key", "env:EHR_KEY", "algorithm", "ES384")), nil, getenv)
+			cfg, err := Parse(testAdapters, systemsFile(t, smartSystem(t, "private_key", "env:EHR_KEY", "algorithm", "ES384")), nil, getenv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestParse_PrivateKeyJWT(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(systemsFile(t, tt.sys), key(t, testKeyHex), getenv)
+			cfg, err := Parse(testAdapters, systemsFile(t, tt.sys), key(t, testKeyHex), getenv)
 			if err == nil {
 				t.Fatalf("Parse succeeded, want %q", tt.want)
 			}

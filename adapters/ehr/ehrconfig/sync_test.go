@@ -43,7 +43,7 @@ func TestParse_SyncIntervalDefaultsAndOverrides(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(syncFile(tt.syncA, tt.syncB, tt.syncO), nil, nil)
+			cfg, err := Parse(testAdapters, syncFile(tt.syncA, tt.syncB, tt.syncO), nil, nil)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -90,7 +90,7 @@ func TestParse_SyncIntervalRefusesBadValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(syncFile(tt.sync, "", ""), nil, nil)
+			cfg, err := Parse(testAdapters, syncFile(tt.sync, "", ""), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v\nwant it to contain %q", err, tt.want)
 			}
@@ -103,7 +103,7 @@ func TestParse_SyncIntervalRefusesBadValues(t *testing.T) {
 
 // Every bad interval is reported at once, each naming its system.
 func TestParse_SyncIntervalErrorsNameEachSystem(t *testing.T) {
-	_, err := Parse(syncFile("{interval: 0.5s}", "{interval: -1m}", "{interval: 48h}"), nil, nil)
+	_, err := Parse(testAdapters, syncFile("{interval: 0.5s}", "{interval: -1m}", "{interval: 48h}"), nil, nil)
 	for _, want := range []string{
 		"ehr_systems[0] clinic-a: sync.interval: must be at least",
 		"ehr_systems[1] bot-b: sync.interval: must not be negative",

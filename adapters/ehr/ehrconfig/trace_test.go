@@ -6,7 +6,7 @@ import (
 )
 
 func TestParse_PropagateTraceIsOffUnlessSet(t *testing.T) {
-	cfg, err := Parse([]byte(`
+	cfg, err := Parse(testAdapters, []byte(`
 ehr_systems:
   - {name: a, adapter: fhir, base_url: 'https://a.example/fhir'}
   - {name: b, adapter: fhir, base_url: 'https://b.example/fhir', propagate_trace: true}
@@ -23,7 +23,7 @@ ehr_systems:
 }
 
 func TestParse_PropagateTraceRefusedForTheBot(t *testing.T) {
-	_, err := Parse([]byte(`
+	_, err := Parse(testAdapters, []byte(`
 ehr_systems:
   - {name: bot, adapter: wsbot, base_url: 'wss://b.example/bot', propagate_trace: true}
 `), nil, nil)

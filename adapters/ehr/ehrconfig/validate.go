@@ -9,13 +9,12 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/carebridge/carebridge/adapters/ehr/ehrhttp"
 )
 
 type validator struct {
-	errs    []error
-	secrets *secretResolver
+	errs     []error
+	secrets  *secretResolver
+	adapters []AdapterRules
 }
 
 func (v *validator) add(where, format string, args ...any) {
@@ -48,8 +47,8 @@ func (v *validator) system(i int, rs rawSystem) System {
 	v.limits(at, rs, &s)
 	s.SyncInterval = v.syncInterval(at, rs.Sync)
 	s.PropagateTrace = rs.PropagateTrace
-	if rs.PropagateTrace && s.Adapter == AdapterWSBot {
-		v.add(at+": propagate_trace", "is only for adapter fhir (the bot protocol carries no trace context)")
+	if k, ok := v.adapter(s.Adapter); ok && rs.PropagateTrace && k.NoPropagateTrace != "" {
+		v.add(at+": propagate_trace", "%s", k.NoPropagateTrace)
 	}
 	if rs.Businesses != nil {
 		s.Businesses = v.businesses(at, *rs.Businesses)
@@ -58,28 +57,22 @@ func (v *validator) system(i int, rs rawSystem) System {
 	return s
 }
 
-// endpoint checks the adapter, its base URL and its search endpoint (a
-// path for FHIR, an action for the bot), defaulting the endpoint.
+// endpoint checks the adapter, its base URL and its search endpoint by
+// the rules of its kind, defaulting the endpoint.
 func (v *validator) endpoint(at string, s *System) {
-	switch s.Adapter {
-	case AdapterFHIR:
-		v.url(at+": base_url", s.BaseURL, "https", "http")
+	k, ok := v.adapter(s.Adapter)
+	switch {
+	case ok:
+		v.url(at+": base_url", s.BaseURL, k.Scheme, k.LoopbackScheme)
 		if s.SearchEndpoint == "" {
-			s.SearchEndpoint = DefaultFHIRSearchEndpoint
-		} else if !validPath(s.SearchEndpoint) {
-			v.add(at+": search_endpoint", "must be a path beginning with '/', without spaces, '?' or '#'")
+			s.SearchEndpoint = k.DefaultSearchEndpoint
+		} else if !k.ValidSearchEndpoint(s.SearchEndpoint) {
+			v.add(at+": search_endpoint", "must be %s", k.SearchEndpointRule)
 		}
-	case AdapterWSBot:
-		v.url(at+": base_url", s.BaseURL, "wss", "ws")
-		if s.SearchEndpoint == "" {
-			s.SearchEndpoint = DefaultWSBotSearchEndpoint
-		} else if !validAction(s.SearchEndpoint) {
-			v.add(at+": search_endpoint", "must be an action name of letters, digits, '.', '_' or '-'")
-		}
-	case "":
-		v.add(at+": adapter", "is required (fhir or wsbot)")
+	case s.Adapter == "":
+		v.add(at+": adapter", "is required (%s)", v.known())
 	default:
-		v.add(at+": adapter", "must be fhir or wsbot")
+		v.add(at+": adapter", "must be %s", v.known())
 	}
 }
 
@@ -330,7 +323,7 @@ func (v *validator) privateKeyJWT(at string, ra *rawAuth) Secret {
 	} else if len(ra.KeyID) > 256 || hasControl(ra.KeyID) {
 		v.add(at+".key_id", "must be at most 256 characters, without control characters")
 	}
-	algOK := ra.Algorithm == ehrhttp.AlgRS384 || ra.Algorithm == ehrhttp.AlgES384
+	algOK := ra.Algorithm == AlgRS384 || ra.Algorithm == AlgES384
 	switch {
 	case ra.Algorithm == "":
 		v.add(at+".algorithm", "is required for private_key_jwt (RS384 or ES384)")
@@ -339,7 +332,7 @@ func (v *validator) privateKeyJWT(at string, ra *rawAuth) Secret {
 	}
 	key := v.secret(at+".private_key", ra.PrivateKey, "private_key_jwt")
 	if !key.IsZero() && algOK {
-		if _, err := ehrhttp.ParseSigningKey(key.Value(), ra.Algorithm); err != nil {
+		if _, err := ParseSigningKey(key.Value(), ra.Algorithm); err != nil {
 			v.add(at+".private_key", "%s", err)
 		}
 	}
@@ -433,9 +426,13 @@ func validName(s string) bool {
 	return true
 }
 
-func validAction(s string) bool { return validName(s) }
+// ValidAction reports whether s is an action name of letters, digits,
+// '.', '_' or '-' (a bot's search_endpoint).
+func ValidAction(s string) bool { return validName(s) }
 
-func validPath(s string) bool {
+// ValidPath reports whether s is a path beginning with '/', without
+// spaces, '?' or '#' (an HTTP API's search_endpoint).
+func ValidPath(s string) bool {
 	return strings.HasPrefix(s, "/") && len(s) <= 1024 && !strings.ContainsAny(s, " ?#\\") && !hasControl(s)
 }
 

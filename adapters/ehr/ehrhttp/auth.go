@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 )
 
 // Authentication types.
@@ -40,7 +42,7 @@ type AuthConfig struct {
 	ClientID     string   // oauth2, private_key_jwt
 	ClientSecret string   // oauth2 (already decrypted)
 	Scopes       []string // oauth2, private_key_jwt
-	PrivateKey   string   // private_key_jwt: PEM (already decrypted), see ParseSigningKey
+	PrivateKey   string   // private_key_jwt: PEM (already decrypted), see ehrconfig.ParseSigningKey
 	KeyID        string   // private_key_jwt: the kid the EHR knows the public key by
 	Algorithm    string   // private_key_jwt: RS384 or ES384
 	APIKey       string   // api_key (already decrypted)
@@ -119,12 +121,12 @@ func (a AuthConfig) validate(bad func(field, format string, args ...any)) {
 				bad(at+"key_id", "must not contain control characters")
 			}
 			switch {
-			case a.Algorithm != AlgRS384 && a.Algorithm != AlgES384:
+			case a.Algorithm != ehrconfig.AlgRS384 && a.Algorithm != ehrconfig.AlgES384:
 				bad(at+"algorithm", "must be RS384 or ES384")
 			case a.PrivateKey == "":
 				bad(at+"private_key", "is required for private_key_jwt")
 			default:
-				if _, err := ParseSigningKey(a.PrivateKey, a.Algorithm); err != nil {
+				if _, err := ehrconfig.ParseSigningKey(a.PrivateKey, a.Algorithm); err != nil {
 					bad(at+"private_key", "%s", err)
 				}
 			}

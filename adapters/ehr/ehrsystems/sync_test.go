@@ -1,4 +1,4 @@
-package app
+package ehrsystems
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
-	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
+	"github.com/carebridge/carebridge/test/promtest"
 )
 
 const (
@@ -65,8 +65,8 @@ func TestSyncBusinesses_FollowTheEHRSystemsFile(t *testing.T) {
 // before while a changed one is another target.
 func TestSyncTargets_FollowReloads(t *testing.T) {
 	off := "  - {name: off, adapter: fhir, base_url: 'http://127.0.0.1:2/fhir', sync: {interval: 0s}}\n"
-	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+fileBot+off+
-		"integration: {ehr: a, by_business: {"+bizB+": bot, "+bizC+": off}}\n"), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
+	e, err := newSystems(parseEHR(t, "ehr_systems:\n"+fileA+fileBot+off+
+		"integration: {ehr: a, by_business: {"+bizB+": bot, "+bizC+": off}}\n"), testKinds(), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestSyncTargets_FollowReloads(t *testing.T) {
 	default:
 	}
 
-	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileACh+fileBot+"integration: {ehr: a, by_business: {"+bizB+": bot}}\n")); err != nil {
+	if err := e.Reload(parseEHR(t, "ehr_systems:\n"+fileACh+fileBot+"integration: {ehr: a, by_business: {"+bizB+": bot}}\n")); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -117,11 +117,11 @@ func TestSyncBoard_LagRunsFromTheLastSuccessfulPoll(t *testing.T) {
 		t.Errorf("after a failure: %+v", e)
 	}
 	later := time.Now().Add(time.Hour)
-	b.observe("a", postgres.SyncStatus{Watermark: t0, LastPollAt: later})
+	b.observe("a", SyncStatus{Watermark: t0, LastPollAt: later})
 	if e := b.entry("a"); !e.lastOK.Equal(later) || e.lastError != "" || !e.watermark.Equal(t0) {
 		t.Errorf("after another instance's poll: %+v", e)
 	}
-	b.observe("a", postgres.SyncStatus{Watermark: t0.Add(-time.Hour), LastPollAt: later.Add(time.Second), LastError: "circuit_open"})
+	b.observe("a", SyncStatus{Watermark: t0.Add(-time.Hour), LastPollAt: later.Add(time.Second), LastError: "circuit_open"})
 	if e := b.entry("a"); !e.lastOK.Equal(later) || e.lastError != "circuit_open" || !e.watermark.Equal(t0) {
 		t.Errorf("after another instance's failed poll: %+v", e)
 	}
@@ -147,31 +147,31 @@ func TestSyncMetrics_CountChangesByKind(t *testing.T) {
 	s.reconciled(ehr.Reconciliation{Held: true, Cancelled: 2})
 	s.failed("ehr_timeout")
 	for kind, want := range map[string]float64{"booked": 1, "rescheduled": 1, "status_changed": 1, "cancelled": 2, "unchanged": 2, "skipped": 1, "baseline": 3} {
-		if v, _ := value(t, reg, "carebridge_ehr_sync_changes_total", map[string]string{"ehr": "a", "kind": kind}); v != want {
+		if v, _ := promtest.Value(t, reg, "carebridge_ehr_sync_changes_total", map[string]string{"ehr": "a", "kind": kind}); v != want {
 			t.Errorf("%s: %v, want %v", kind, v, want)
 		}
 	}
-	if v, _ := value(t, reg, "carebridge_ehr_sync_poll_failures_total", map[string]string{"ehr": "a", "code": "ehr_timeout"}); v != 1 {
+	if v, _ := promtest.Value(t, reg, "carebridge_ehr_sync_poll_failures_total", map[string]string{"ehr": "a", "code": "ehr_timeout"}); v != 1 {
 		t.Errorf("failures %v", v)
 	}
-	if v, _ := value(t, reg, "carebridge_ehr_sync_poll_duration_seconds", map[string]string{"ehr": "a"}); v != 2 {
+	if v, _ := promtest.Value(t, reg, "carebridge_ehr_sync_poll_duration_seconds", map[string]string{"ehr": "a"}); v != 2 {
 		t.Errorf("polls timed %v", v)
 	}
 	t0 := time.Now()
 	board.start("a", t0.Add(-time.Minute))
 	board.polled("a", t0.Add(-30*time.Second), t0.Add(-2*time.Hour))
-	if v, ok := value(t, reg, "carebridge_ehr_sync_lag_seconds", map[string]string{"ehr": "a"}); !ok || v < 30 || v > 60 {
+	if v, ok := promtest.Value(t, reg, "carebridge_ehr_sync_lag_seconds", map[string]string{"ehr": "a"}); !ok || v < 30 || v > 60 {
 		t.Errorf("lag %v (present %v), want about 30 s", v, ok)
 	}
-	if v, _ := value(t, reg, "carebridge_ehr_sync_watermark_age_seconds", map[string]string{"ehr": "a"}); v < 7200 {
+	if v, _ := promtest.Value(t, reg, "carebridge_ehr_sync_watermark_age_seconds", map[string]string{"ehr": "a"}); v < 7200 {
 		t.Errorf("watermark age %v", v)
 	}
 	board.stop("a")
-	if _, ok := value(t, reg, "carebridge_ehr_sync_lag_seconds", map[string]string{"ehr": "a"}); ok {
+	if _, ok := promtest.Value(t, reg, "carebridge_ehr_sync_lag_seconds", map[string]string{"ehr": "a"}); ok {
 		t.Error("a poller ended for good still has a lag")
 	}
 	m.forget("a")
-	if _, ok := value(t, reg, "carebridge_ehr_sync_changes_total", map[string]string{"ehr": "a", "kind": "booked"}); ok {
+	if _, ok := promtest.Value(t, reg, "carebridge_ehr_sync_changes_total", map[string]string{"ehr": "a", "kind": "booked"}); ok {
 		t.Error("the series of a removed system remain")
 	}
 }

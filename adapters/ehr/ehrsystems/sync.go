@@ -1,4 +1,4 @@
-package app
+package ehrsystems
 
 import (
 	"cmp"
@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
-	"github.com/carebridge/carebridge/adapters/postgres"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
@@ -71,11 +70,10 @@ func syncTargets(cfg *ehrconfig.Config, systems []*ehrSystem) map[string]syncTar
 	out := map[string]syncTarget{}
 	for _, sys := range systems {
 		interval := cfg.SyncInterval(sys.cfg.Name)
-		feed, ok := sys.scheduler.(ehr.ChangeFeed)
-		if interval <= 0 || !ok {
+		if interval <= 0 || sys.changes == nil {
 			continue
 		}
-		out[sys.cfg.Name] = syncTarget{sys: sys, feed: feed, interval: interval, businesses: syncBusinesses(cfg, sys.cfg)}
+		out[sys.cfg.Name] = syncTarget{sys: sys, feed: sys.changes, interval: interval, businesses: syncBusinesses(cfg, sys.cfg)}
 	}
 	return out
 }
@@ -109,11 +107,29 @@ func syncBusinesses(cfg *ehrconfig.Config, s ehrconfig.System) []string {
 	return slices.Compact(out)
 }
 
+// Sync is what the pollers of EHR sync run with.
+type Sync struct {
+	Store ehr.SyncStore  // the cursors and leases
+	Tx    ehr.Transactor // the batches of changes, with their events
+	// Status reads the cursor of a system another instance polls (found
+	// false: none yet).
+	Status func(ctx context.Context, system string) (st SyncStatus, found bool, err error)
+	Tuning SyncTuning
+}
+
+// SyncStatus is where a system's poller stands, as the store has it (the
+// fields of postgres.SyncStatus).
+type SyncStatus struct {
+	Watermark  time.Time // the EHR's time of the newest change taken in (zero: none)
+	Baselined  bool
+	LastPollAt time.Time // zero: never
+	LastError  string    // the last poll's failure code ("" none)
+}
+
 // syncLoops runs the pollers of EHR sync of one instance.
 type syncLoops struct {
-	ehrs    *ehrs
-	store   *postgres.Sync
-	tx      ehr.Transactor
+	ehrs    *Systems
+	deps    Sync
 	owner   string // this instance, in the leases
 	tuning  SyncTuning
 	log     *slog.Logger
@@ -121,13 +137,23 @@ type syncLoops struct {
 	board   *syncBoard
 }
 
-// newSyncLoops makes the pollers of a's EHR systems, their metrics on reg.
-func newSyncLoops(a *App, tuning SyncTuning, reg prometheus.Registerer) *syncLoops {
+// newSyncLoops makes the pollers of the systems of e, their metrics on
+// reg.
+func newSyncLoops(e *Systems, deps Sync, log *slog.Logger, reg prometheus.Registerer) *syncLoops {
+	tuning := deps.Tuning
 	tuning.ReconcileEvery = cmp.Or(tuning.ReconcileEvery, syncReconcileEvery)
 	board := newSyncBoard()
-	return &syncLoops{ehrs: a.ehrs, store: a.db.Sync(), tx: a.db.EHRTx(), owner: core.NewUUID(), tuning: tuning,
-		log: a.log.With("component", "sync"), metrics: newSyncMetrics(reg, board), board: board}
+	return &syncLoops{ehrs: e, deps: deps, owner: core.NewUUID(), tuning: tuning,
+		log: log.With("component", "sync"), metrics: newSyncMetrics(reg, board), board: board}
 }
+
+// Run keeps a poller per system with sync on until ctx is done, through
+// reloads (see syncLoops.run).
+func (e *Systems) Run(ctx context.Context) { e.sync.run(ctx) }
+
+// SyncStates is where the poller of each system with sync on stands, by
+// name, for /readyz.
+func (e *Systems) SyncStates() []SyncState { return e.sync.board.states() }
 
 // syncRun is one running poller.
 type syncRun struct {
@@ -201,7 +227,7 @@ func (l *syncLoops) settle(ctx context.Context, running map[string]*syncRun, tar
 // logged once and its poller ends (until a reload changes the system).
 func (l *syncLoops) poll(ctx context.Context, name string, t syncTarget) {
 	interval := cmp.Or(l.tuning.Interval, t.interval)
-	s := ehr.NewSyncer(t.feed, t.sys.scheduler, l.store, l.tx, ehr.SyncConfig{
+	s := ehr.NewSyncer(t.feed, t.sys.scheduler, l.deps.Store, l.deps.Tx, ehr.SyncConfig{
 		System: name, Owner: l.owner, Businesses: t.businesses, Interval: interval, Lease: l.tuning.Lease})
 	log := l.log.With("ehr", name)
 	m := l.metrics.system(name)
@@ -293,7 +319,7 @@ func (l *syncLoops) failed(name string, err error, log *slog.Logger, m *systemSy
 // observe takes in the cursor of a system another instance polls, so that
 // this instance's lag and /readyz tell the truth too.
 func (l *syncLoops) observe(ctx context.Context, name string, log *slog.Logger) {
-	st, found, err := l.store.Status(ctx, name)
+	st, found, err := l.deps.Status(ctx, name)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		log.Warn("read the sync status", "code", failureCode(err))

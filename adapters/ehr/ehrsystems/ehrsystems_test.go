@@ -1,4 +1,4 @@
-package app
+package ehrsystems
 
 import (
 	"context"
@@ -12,13 +12,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/fhir"
+	"github.com/carebridge/carebridge/adapters/ehr/wsbot"
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
+// testKinds are the kinds app registers.
+func testKinds() Kinds { return NewKinds(fhir.Kind(), wsbot.Kind()) }
+
 func parseEHR(t *testing.T, yaml string) *ehrconfig.Config {
 	t.Helper()
-	cfg, err := ehrconfig.Parse([]byte(yaml), nil, nil)
+	cfg, err := testKinds().Parse([]byte(yaml), nil, nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yaml)
 	}
@@ -56,7 +61,7 @@ const (
 
 func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	registry := prometheus.NewRegistry()
-	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+fileBot+integrat), slog.New(slog.DiscardHandler), newEHRMetrics(registry), nil)
+	e, err := newSystems(parseEHR(t, "ehr_systems:\n"+fileA+fileBot+integrat), testKinds(), slog.New(slog.DiscardHandler), newEHRMetrics(registry), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +72,7 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 		t.Fatalf("systems %s, scheduler %v", names(before), e.scheduler(""))
 	}
 
-	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileA+fileC+integrat)); err != nil {
+	if err := e.Reload(parseEHR(t, "ehr_systems:\n"+fileA+fileC+integrat)); err != nil {
 		t.Fatal(err)
 	}
 	after := e.Search("")
@@ -93,7 +98,7 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	}
 
 	// A changed system gets new clients.
-	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileACh+fileC+integrat)); err != nil {
+	if err := e.Reload(parseEHR(t, "ehr_systems:\n"+fileACh+fileC+integrat)); err != nil {
 		t.Fatal(err)
 	}
 	if now := e.Search(""); now[0].Patients == after[0].Patients || now[1].Patients != after[1].Patients {
@@ -101,20 +106,20 @@ func TestEHRs_ReloadKeepsUnchangedSystemsAndRetiresTheOthers(t *testing.T) {
 	}
 
 	// No file: no systems, no integration.
-	if err := e.reload(nil); err != nil || len(e.Search("")) != 0 || e.scheduler("") != nil {
+	if err := e.Reload(nil); err != nil || len(e.Search("")) != 0 || e.scheduler("") != nil {
 		t.Fatalf("reload(nil): %v, %s, %v", err, names(e.Search("")), e.scheduler(""))
 	}
 }
 
 func TestEHRs_ASystemThatCannotBeBuiltLeavesTheSystemsInForce(t *testing.T) {
-	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileA+integrat), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
+	e, err := newSystems(parseEHR(t, "ehr_systems:\n"+fileA+integrat), testKinds(), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
 	bad := parseEHR(t, "ehr_systems:\n"+fileBot+fileC)
 	bad.Systems[1].Adapter = "carrier-pigeon" // what validation lets through no more
-	if err := e.reload(bad); err == nil || !strings.Contains(err.Error(), "system c") {
+	if err := e.Reload(bad); err == nil || !strings.Contains(err.Error(), "system c") {
 		t.Fatalf("reload: %v", err)
 	}
 	if names(e.Search("")) != "a" || e.scheduler("") == nil {
@@ -123,19 +128,19 @@ func TestEHRs_ASystemThatCannotBeBuiltLeavesTheSystemsInForce(t *testing.T) {
 }
 
 func TestEHRs_CloseClosesEveryLinkAndRefusesReloads(t *testing.T) {
-	e, err := newEHRs(parseEHR(t, "ehr_systems:\n"+fileBot), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
+	e, err := newSystems(parseEHR(t, "ehr_systems:\n"+fileBot), testKinds(), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bot := e.Search("")[0]
-	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileA)); err != nil { // the bot waits out its grace
+	if err := e.Reload(parseEHR(t, "ehr_systems:\n"+fileA)); err != nil { // the bot waits out its grace
 		t.Fatal(err)
 	}
 	e.Close()
 	if code := searchCode(bot); code != "ehr_closed" {
 		t.Errorf("removed bot after Close: %q, want ehr_closed", code)
 	}
-	if err := e.reload(parseEHR(t, "ehr_systems:\n"+fileA)); err == nil {
+	if err := e.Reload(parseEHR(t, "ehr_systems:\n"+fileA)); err == nil {
 		t.Error("reload after Close succeeded")
 	}
 }
@@ -164,7 +169,7 @@ func TestEHRs_AnswerEachBusinessWithTheSystemsServingIt(t *testing.T) {
 		"  - {name: b, adapter: fhir, base_url: 'http://127.0.0.1:2/fhir', timeout: 200, businesses: [" + b + "]}\n" +
 		"  - {name: c, adapter: fhir, base_url: 'http://127.0.0.1:3/fhir', timeout: 200}\n" +
 		"integration: {ehr: c, by_business: {" + b + ": b}}\n"
-	e, err := newEHRs(parseEHR(t, file), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
+	e, err := newSystems(parseEHR(t, file), testKinds(), slog.New(slog.DiscardHandler), newEHRMetrics(prometheus.NewRegistry()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,12 +196,12 @@ func TestEHRs_AnswerEachBusinessWithTheSystemsServingIt(t *testing.T) {
 }
 
 // scheduler is the Scheduler of the integration EHR of business.
-func (e *ehrs) scheduler(business string) ehr.Scheduler {
+func (e *Systems) scheduler(business string) ehr.Scheduler {
 	_, sch := e.Integration(business)
 	return sch
 }
 
-func (e *ehrs) byName(t *testing.T, name string) ehr.Scheduler {
+func (e *Systems) byName(t *testing.T, name string) ehr.Scheduler {
 	s, ok := e.cur.Load().byName(name)
 	if !ok {
 		t.Fatalf("no system %s", name)

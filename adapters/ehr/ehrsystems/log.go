@@ -1,4 +1,4 @@
-package app
+package ehrsystems
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
 )
 
-// logEHRSystems writes one INFO line per EHR system of cfg, so an operator
+// logSystems writes one INFO line per EHR system of cfg, so an operator
 // sees what the EHR systems file gave: the name, adapter, search types,
 // sites, authentication type, limits and whether it is the integration
 // EHR. Never the base URL, a token URL, a client id, a user name or a
 // secret.
-func logEHRSystems(ctx context.Context, log *slog.Logger, cfg *ehrconfig.Config) {
+func logSystems(ctx context.Context, log *slog.Logger, cfg *ehrconfig.Config) {
 	if cfg == nil {
 		log.LogAttrs(ctx, slog.LevelInfo, "no EHR system configured")
 		return
