@@ -12,7 +12,7 @@ import (
 // the caller booked for a patient-context caller (the filters apply within
 // them).
 func (s *Scheduling) Appointments(ctx context.Context, flt AppointmentFilter) (Page[Appointment], error) {
-	c, err := s.access(ctx, core.PermSearch)
+	c, err := s.access(ctx, flt.Business, core.PermSearch)
 	if err != nil {
 		return Page[Appointment]{}, err
 	}
@@ -35,7 +35,7 @@ func (s *Scheduling) Appointments(ctx context.Context, flt AppointmentFilter) (P
 
 // Agents lists agents.
 func (s *Scheduling) Agents(ctx context.Context, flt AgentFilter) (Page[Agent], error) {
-	sch, err := s.authorized(ctx)
+	sch, err := s.authorized(ctx, flt.Business)
 	if err != nil {
 		return Page[Agent]{}, err
 	}
@@ -47,9 +47,10 @@ func (s *Scheduling) Agents(ctx context.Context, flt AgentFilter) (Page[Agent], 
 	return sch.ListAgents(ctx, flt)
 }
 
-// Agent returns agent id.
-func (s *Scheduling) Agent(ctx context.Context, id string) (Agent, error) {
-	sch, err := s.authorized(ctx)
+// Agent returns agent id of the integration EHR of business, the acting
+// business.
+func (s *Scheduling) Agent(ctx context.Context, business, id string) (Agent, error) {
+	sch, err := s.authorized(ctx, business)
 	if err != nil {
 		return Agent{}, err
 	}
@@ -63,15 +64,24 @@ type Availability struct {
 	Slots    []Period
 }
 
-// Availability returns the agent's free slots of duration minutes between
-// the dates from and to (inclusive, in the agent's time zone; at most 31
+// AvailabilityRequest asks for an agent's free slots.
+type AvailabilityRequest struct {
+	Business string // the acting business (Tenancy.Act; "" none)
+	AgentID  string
+	From, To Date // inclusive, in the agent's time zone
+	Minutes  int  // the slots' length; 0: DefaultSlotMinutes
+}
+
+// Availability returns the agent's free slots of r.Minutes between the
+// dates r.From and r.To (inclusive, in the agent's time zone; at most 31
 // days). Days are cut at local midnight, so a day that DST shortens or
 // lengthens has 23 or 25 hours.
-func (s *Scheduling) Availability(ctx context.Context, agentID string, from, to Date, minutes int) (Availability, error) {
-	sch, err := s.authorized(ctx)
+func (s *Scheduling) Availability(ctx context.Context, r AvailabilityRequest) (Availability, error) {
+	sch, err := s.authorized(ctx, r.Business)
 	if err != nil {
 		return Availability{}, err
 	}
+	agentID, from, to, minutes := r.AgentID, r.From, r.To, r.Minutes
 	var f fieldErrors
 	if !from.valid() {
 		f.add("from", "must be a date YYYY-MM-DD")
