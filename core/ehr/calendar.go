@@ -81,32 +81,31 @@ func (s *Scheduling) Availability(ctx context.Context, r AvailabilityRequest) (A
 	if err != nil {
 		return Availability{}, err
 	}
-	agentID, from, to, minutes := r.AgentID, r.From, r.To, r.Minutes
 	var f fieldErrors
-	if !from.valid() {
+	if !r.From.valid() {
 		f.add("from", "must be a date YYYY-MM-DD")
 	}
-	if !to.valid() {
+	if !r.To.valid() {
 		f.add("to", "must be a date YYYY-MM-DD")
 	}
-	if from.valid() && to.valid() {
-		switch days := int(to.midnight(time.UTC, 0).Sub(from.midnight(time.UTC, 0)).Hours()/24) + 1; {
+	if r.From.valid() && r.To.valid() {
+		switch days := int(r.To.midnight(time.UTC, 0).Sub(r.From.midnight(time.UTC, 0)).Hours()/24) + 1; {
 		case days < 1:
 			f.add("to", "must not be before from")
 		case days > MaxAvailabilityDays:
 			f.add("to", "must be at most %d days after from", MaxAvailabilityDays-1)
 		}
 	}
-	if minutes == 0 {
-		minutes = DefaultSlotMinutes
+	if r.Minutes == 0 {
+		r.Minutes = DefaultSlotMinutes
 	}
-	if d := time.Duration(minutes) * time.Minute; d < MinAppointment || d > MaxAppointment {
+	if d := time.Duration(r.Minutes) * time.Minute; d < MinAppointment || d > MaxAppointment {
 		f.add("duration", "must be between %d and %d minutes", int(MinAppointment.Minutes()), int(MaxAppointment.Minutes()))
 	}
 	if err := f.err(); err != nil {
 		return Availability{}, err
 	}
-	agent, err := sch.GetAgent(ctx, agentID)
+	agent, err := sch.GetAgent(ctx, r.AgentID)
 	if err != nil {
 		return Availability{}, err
 	}
@@ -114,12 +113,12 @@ func (s *Scheduling) Availability(ctx context.Context, r AvailabilityRequest) (A
 	if err != nil || agent.Timezone == "" {
 		loc = time.UTC
 	}
-	start, end := from.midnight(loc, 0), to.midnight(loc, 1)
+	start, end := r.From.midnight(loc, 0), r.To.midnight(loc, 1)
 	free, err := sch.FreePeriods(ctx, agent.ID, start, end)
 	if err != nil {
 		return Availability{}, err
 	}
-	return Availability{AgentID: agent.ID, Timezone: loc.String(), Slots: Slots(free, start, end, time.Duration(minutes)*time.Minute, loc)}, nil
+	return Availability{AgentID: agent.ID, Timezone: loc.String(), Slots: Slots(free, start, end, time.Duration(r.Minutes)*time.Minute, loc)}, nil
 }
 
 // Slots cuts free periods, clipped to [start, end), into slots of length d,

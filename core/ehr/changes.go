@@ -76,22 +76,21 @@ func (s *Scheduling) Reschedule(ctx context.Context, r RescheduleRequest) (Appoi
 	if err != nil {
 		return Appointment{}, err
 	}
-	id, start, end := r.ID, r.Start, r.End
 	sch := c.sch
 	var f fieldErrors
-	p := s.period(start, end, 0, &f)
+	p := s.period(r.Start, r.End, 0, &f)
 	if err := f.err(); err != nil {
 		return Appointment{}, err
 	}
-	a, err := sch.GetAppointment(ctx, id)
+	a, err := sch.GetAppointment(ctx, r.ID)
 	if err != nil {
 		return Appointment{}, err
 	}
 	if a.Status == StatusCancelled {
-		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", id)
+		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", r.ID)
 	}
 	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: p.Start, End: p.End, Subject: c.Subject,
-		Business: c.business, System: c.system, AppointmentID: id}
+		Business: c.business, System: c.system, AppointmentID: r.ID}
 	if err := s.holds.Take(ctx, h, holdLease); err != nil {
 		return Appointment{}, err
 	}
@@ -105,7 +104,7 @@ func (s *Scheduling) Reschedule(ctx context.Context, r RescheduleRequest) (Appoi
 	if err != nil {
 		return Appointment{}, err
 	}
-	moved, err := sch.RescheduleAppointment(call, id, p.Start, p.End)
+	moved, err := sch.RescheduleAppointment(call, r.ID, p.Start, p.End)
 	if err != nil {
 		s.withdraw(ctx, in)
 		return Appointment{}, err
