@@ -54,10 +54,11 @@ type Search interface {
 
 var _ Search = (*ehr.Service)(nil)
 
-// Tenancy resolves the business a search, appointment or agent request
-// acts for (core/ehr.Tenancy).
+// Tenancy resolves the business a search, appointment, agent, person-link
+// or webhook request acts for (core/ehr.Tenancy): the caller names it in
+// what it asks of the use case.
 type Tenancy interface {
-	Act(ctx context.Context, requested string, use ehr.Use) (context.Context, string, error)
+	Act(ctx context.Context, requested string, use ehr.Use) (string, error)
 }
 
 var _ Tenancy = (*ehr.Tenancy)(nil)
@@ -66,11 +67,11 @@ var _ Tenancy = (*ehr.Tenancy)(nil)
 type Scheduling interface {
 	Book(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error)
 	Appointments(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error)
-	Cancel(ctx context.Context, id, reason string) (ehr.Appointment, error)
-	Reschedule(ctx context.Context, id string, start, end ehr.Instant) (ehr.Appointment, error)
+	Cancel(ctx context.Context, business, id, reason string) (ehr.Appointment, error)
+	Reschedule(ctx context.Context, r ehr.RescheduleRequest) (ehr.Appointment, error)
 	Agents(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error)
-	Agent(ctx context.Context, id string) (ehr.Agent, error)
-	Availability(ctx context.Context, agentID string, from, to ehr.Date, minutes int) (ehr.Availability, error)
+	Agent(ctx context.Context, business, id string) (ehr.Agent, error)
+	Availability(ctx context.Context, r ehr.AvailabilityRequest) (ehr.Availability, error)
 }
 
 var _ Scheduling = (*ehr.Scheduling)(nil)

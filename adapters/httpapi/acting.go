@@ -15,17 +15,16 @@ const headerBusiness = "X-Business-Id"
 var errInvalidBusinessID = &core.Error{Kind: core.KindInvalid, Code: "invalid_business_id",
 	Message: "X-Business-Id must be a business id (a UUID)"}
 
-// acting resolves the acting business of a search, appointment or agent
-// request (use tells which) from its X-Business-Id header and the caller,
-// records it in the request's audit event, and hands it to next in the
-// request's context. The caller must be authenticated already.
-func (s *Server) acting(use ehr.Use, next http.HandlerFunc) http.HandlerFunc {
-	return s.actingFor(use, func(w http.ResponseWriter, r *http.Request, _ string) { next(w, r) })
-}
+// actingHandler is a handler of a request that acts for a business, the
+// acting business ("" none), which it names in what it asks of the core.
+type actingHandler func(w http.ResponseWriter, r *http.Request, business string)
 
-// actingFor is acting for a handler that takes the acting business as a
-// parameter ("" none). Without a Tenancy (unit tests) it is the header's.
-func (s *Server) actingFor(use ehr.Use, next func(w http.ResponseWriter, r *http.Request, business string)) http.HandlerFunc {
+// acting resolves the acting business of a search, appointment, agent,
+// person-link or webhook request (use tells which) from its X-Business-Id
+// header and the caller, records it in the request's audit event, and
+// hands it to next. The caller must be authenticated already. Without a
+// Tenancy (unit tests) it is the header's.
+func (s *Server) acting(use ehr.Use, next actingHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		requested := r.Header.Get(headerBusiness)
 		if requested != "" && !core.IsUUID(requested) {
@@ -36,12 +35,12 @@ func (s *Server) actingFor(use ehr.Use, next func(w http.ResponseWriter, r *http
 			next(w, r, strings.ToLower(requested))
 			return
 		}
-		ctx, id, err := s.tenancy.Act(r.Context(), requested, use)
+		id, err := s.tenancy.Act(r.Context(), requested, use)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		auditBusiness(ctx, id)
-		next(w, r.WithContext(ctx), id)
+		auditBusiness(r.Context(), id)
+		next(w, r, id)
 	}
 }

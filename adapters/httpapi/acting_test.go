@@ -14,54 +14,87 @@ import (
 )
 
 // tenancyFunc is a ports.Tenancy of one function.
-type tenancyFunc func(ctx context.Context, requested string, use ehr.Use) (context.Context, string, error)
+type tenancyFunc func(ctx context.Context, requested string, use ehr.Use) (string, error)
 
-func (f tenancyFunc) Act(ctx context.Context, requested string, use ehr.Use) (context.Context, string, error) {
+func (f tenancyFunc) Act(ctx context.Context, requested string, use ehr.Use) (string, error) {
 	return f(ctx, requested, use)
 }
 
-type actingMarker struct{}
+// actingScheduling is a Scheduling that notes in seen the business each
+// call names.
+func actingScheduling(seen *[]string) *SchedulingMock {
+	note := func(business string) { *seen = append(*seen, business) }
+	return &SchedulingMock{
+		BookFunc: func(_ context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
+			note(r.Business)
+			return ehr.Booked{}, nil
+		},
+		AppointmentsFunc: func(_ context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
+			note(f.Business)
+			return ehr.Page[ehr.Appointment]{}, nil
+		},
+		CancelFunc: func(_ context.Context, business, _, _ string) (ehr.Appointment, error) {
+			note(business)
+			return ehr.Appointment{}, nil
+		},
+		RescheduleFunc: func(_ context.Context, r ehr.RescheduleRequest) (ehr.Appointment, error) {
+			note(r.Business)
+			return ehr.Appointment{}, nil
+		},
+		AgentsFunc: func(_ context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
+			note(f.Business)
+			return ehr.Page[ehr.Agent]{}, nil
+		},
+		AgentFunc: func(_ context.Context, business, _ string) (ehr.Agent, error) {
+			note(business)
+			return ehr.Agent{}, nil
+		},
+		AvailabilityFunc: func(_ context.Context, r ehr.AvailabilityRequest) (ehr.Availability, error) {
+			note(r.Business)
+			return ehr.Availability{}, nil
+		},
+	}
+}
 
+// The business a use case is asked for is the one the policy resolved
+// (here another id than the header's), never the header itself.
 func TestActing_TheHeaderNamesTheBusinessOfSearchAppointmentsAndAgents(t *testing.T) {
-	const biz = "aaaaaaaa-0000-0000-0000-000000000001"
+	const biz, resolved = "aaaaaaaa-0000-0000-0000-000000000001", "cccccccc-0000-0000-0000-000000000003"
 	type call struct {
 		requested string
 		use       ehr.Use
 	}
 	var calls []call
-	tenancy := tenancyFunc(func(ctx context.Context, requested string, use ehr.Use) (context.Context, string, error) {
+	tenancy := tenancyFunc(func(_ context.Context, requested string, use ehr.Use) (string, error) {
 		calls = append(calls, call{requested, use})
 		if requested == "bbbbbbbb-0000-0000-0000-000000000002" {
-			return ctx, "", ehr.ErrBusinessNotFound
+			return "", ehr.ErrBusinessNotFound
 		}
-		return context.WithValue(ctx, actingMarker{}, requested), requested, nil
+		return resolved, nil
 	})
-	var seen []any
+	var seen []string
 	s := New(Config{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: tokens{}, Storage: &StorageMock{}, Business: &BusinessMock{},
-		Search: &SearchMock{SearchFunc: func(ctx context.Context, _ ehr.SearchRequest) (*ehr.SearchResult, error) {
-			seen = append(seen, ctx.Value(actingMarker{}))
+		Search: &SearchMock{SearchFunc: func(_ context.Context, r ehr.SearchRequest) (*ehr.SearchResult, error) {
+			seen = append(seen, r.Business)
 			return &ehr.SearchResult{Status: ehr.StatusSuccess}, nil
 		}},
-		Scheduling: &SchedulingMock{
-			AppointmentsFunc: func(ctx context.Context, _ ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
-				seen = append(seen, ctx.Value(actingMarker{}))
-				return ehr.Page[ehr.Appointment]{}, nil
-			},
-			AgentsFunc: func(ctx context.Context, _ ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
-				seen = append(seen, ctx.Value(actingMarker{}))
-				return ehr.Page[ehr.Agent]{}, nil
-			},
-		},
-		Tenancy: tenancy, Registry: prometheus.NewRegistry(), Ready: func(context.Context) error { return nil }, MaxUploadBytes: 1 << 20,
+		Scheduling: actingScheduling(&seen),
+		Tenancy:    tenancy, Registry: prometheus.NewRegistry(), Ready: func(context.Context) error { return nil }, MaxUploadBytes: 1 << 20,
 	})
 	requests := []struct {
 		method, path, body string
 		use                ehr.Use
+		status             int
 	}{
-		{http.MethodPost, "/api/v1/search", `{"query":"smith"}`, ehr.UseSearch},
-		{http.MethodGet, "/appointment", "", ehr.UseAppointments},
-		{http.MethodGet, "/agents", "", ehr.UseAgents},
+		{http.MethodPost, "/api/v1/search", `{"query":"smith"}`, ehr.UseSearch, 200},
+		{http.MethodPost, "/appointment/customer", `{}`, ehr.UseBook, 201},
+		{http.MethodGet, "/appointment", "", ehr.UseAppointments, 200},
+		{http.MethodPut, "/appointment/customer/appt-1/cancel", "", ehr.UseChange, 200},
+		{http.MethodPost, "/appointment/appt-1/reschedule", `{}`, ehr.UseChange, 200},
+		{http.MethodGet, "/agents", "", ehr.UseAgents, 200},
+		{http.MethodGet, "/agents/dr-1", "", ehr.UseAgents, 200},
+		{http.MethodGet, "/agents/dr-1/availability", "", ehr.UseAgents, 200},
 	}
 	for _, rq := range requests {
 		for _, bad := range []string{"nope", biz + "0", strings.Replace(biz, "-", "x", 1), "{" + biz[1:] + "}"} {
@@ -74,7 +107,7 @@ func TestActing_TheHeaderNamesTheBusinessOfSearchAppointmentsAndAgents(t *testin
 			t.Fatalf("a malformed header reached the policy: %v", calls)
 		}
 		w := do(t, s, rq.method, rq.path, strings.NewReader(rq.body), "Content-Type", "application/json", "X-Business-Id", biz)
-		if w.Code != 200 || len(calls) != 1 || calls[0] != (call{biz, rq.use}) || len(seen) != 1 || seen[0] != biz {
+		if w.Code != rq.status || len(calls) != 1 || calls[0] != (call{biz, rq.use}) || len(seen) != 1 || seen[0] != resolved {
 			t.Errorf("%s %s: %d, policy asked %v, use case saw %v", rq.method, rq.path, w.Code, calls, seen)
 		}
 		w = do(t, s, rq.method, rq.path, strings.NewReader(rq.body), "Content-Type", "application/json", "X-Business-Id", "bbbbbbbb-0000-0000-0000-000000000002")

@@ -128,7 +128,7 @@ func TestAudit_RecordsOneEventPerRequest(t *testing.T) {
 		BookFunc: func(context.Context, ehr.BookingRequest) (ehr.Booked, error) {
 			return ehr.Booked{Appointment: ehr.Appointment{ID: "appt-9"}}, nil
 		},
-		CancelFunc: func(context.Context, string, string) (ehr.Appointment, error) {
+		CancelFunc: func(context.Context, string, string, string) (ehr.Appointment, error) {
 			return ehr.Appointment{}, core.InsufficientScope("user/Appointment.u")
 		},
 		AgentsFunc: func(context.Context, ehr.AgentFilter) (ehr.Page[ehr.Agent], error) { return ehr.Page[ehr.Agent]{}, nil },
@@ -340,8 +340,8 @@ func TestAudit_AChangeIsNotMadeWhenTheTrailCannotBeWritten(t *testing.T) {
 	}
 	in := &SchedulingMock{
 		BookFunc:   func(context.Context, ehr.BookingRequest) (ehr.Booked, error) { return ehr.Booked{}, nil },
-		CancelFunc: func(context.Context, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
-		RescheduleFunc: func(context.Context, string, ehr.Instant, ehr.Instant) (ehr.Appointment, error) {
+		CancelFunc: func(context.Context, string, string, string) (ehr.Appointment, error) { return ehr.Appointment{}, nil },
+		RescheduleFunc: func(context.Context, ehr.RescheduleRequest) (ehr.Appointment, error) {
 			return ehr.Appointment{}, nil
 		},
 	}
@@ -399,11 +399,11 @@ func TestAudit_TheStartedEventIsCommittedBeforeTheEHRIsCalled(t *testing.T) {
 			seen = append(seen, a.recorded())
 			return ehr.Booked{Appointment: ehr.Appointment{ID: "appt-1"}}, nil
 		},
-		CancelFunc: func(context.Context, string, string) (ehr.Appointment, error) {
+		CancelFunc: func(context.Context, string, string, string) (ehr.Appointment, error) {
 			seen = append(seen, a.recorded())
 			return ehr.Appointment{}, ehr.ErrAlreadyCancelled
 		},
-		RescheduleFunc: func(context.Context, string, ehr.Instant, ehr.Instant) (ehr.Appointment, error) {
+		RescheduleFunc: func(context.Context, ehr.RescheduleRequest) (ehr.Appointment, error) {
 			seen = append(seen, a.recorded())
 			return ehr.Appointment{}, &core.Error{Kind: core.KindTimeout, Code: "ehr_timeout", Message: "The EHR did not answer in time"}
 		},

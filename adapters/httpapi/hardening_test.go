@@ -36,13 +36,13 @@ func dataServer(t *testing.T) *Server {
 		AppointmentsFunc: func(context.Context, ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 			return ehr.Page[ehr.Appointment]{Items: []ehr.Appointment{appt}, TotalCount: 1, Page: 1, Limit: 20}, nil
 		},
-		CancelFunc:     func(context.Context, string, string) (ehr.Appointment, error) { return appt, nil },
-		RescheduleFunc: func(context.Context, string, ehr.Instant, ehr.Instant) (ehr.Appointment, error) { return appt, nil },
+		CancelFunc:     func(context.Context, string, string, string) (ehr.Appointment, error) { return appt, nil },
+		RescheduleFunc: func(context.Context, ehr.RescheduleRequest) (ehr.Appointment, error) { return appt, nil },
 		AgentsFunc: func(context.Context, ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
 			return ehr.Page[ehr.Agent]{Items: []ehr.Agent{{ID: "dr-1"}}, TotalCount: 1, Page: 1, Limit: 20}, nil
 		},
-		AgentFunc: func(context.Context, string) (ehr.Agent, error) { return ehr.Agent{ID: "dr-1"}, nil },
-		AvailabilityFunc: func(context.Context, string, ehr.Date, ehr.Date, int) (ehr.Availability, error) {
+		AgentFunc: func(context.Context, string, string) (ehr.Agent, error) { return ehr.Agent{ID: "dr-1"}, nil },
+		AvailabilityFunc: func(context.Context, ehr.AvailabilityRequest) (ehr.Availability, error) {
 			return ehr.Availability{AgentID: "dr-1"}, nil
 		},
 	}

@@ -18,11 +18,11 @@ import (
 // its event with itself; the listing is not audited (the contract has no
 // action for it).
 func (s *Server) linkRoutes(r *mux.Router) {
-	change := func(action audit.Action, h func(http.ResponseWriter, *http.Request, string)) http.Handler {
-		return noStore(s.audited(action, "person_link", s.actingFor(ehr.UseLinks, h)))
+	change := func(action audit.Action, h actingHandler) http.Handler {
+		return noStore(s.audited(action, "person_link", s.acting(ehr.UseLinks, h)))
 	}
 	r.Handle("/api/v1/person-links", change(audit.PersonLink, s.createLink)).Methods(http.MethodPost)
-	r.Handle("/api/v1/person-links", noStore(s.authenticate(s.actingFor(ehr.UseLinks, s.listLinks)))).Methods(http.MethodGet)
+	r.Handle("/api/v1/person-links", noStore(s.authenticate(s.acting(ehr.UseLinks, s.listLinks)))).Methods(http.MethodGet)
 	r.Handle("/api/v1/person-links/{id}", change(audit.PersonUnlink, s.deleteLink)).Methods(http.MethodDelete)
 }
 

@@ -24,12 +24,12 @@ const linkBiz = "aaaaaaaa-0000-0000-0000-000000000001"
 func linkServer(t *testing.T, links *LinksMock, a *trail) (*Server, *[]ehr.Use) {
 	t.Helper()
 	var uses []ehr.Use
-	tenancy := tenancyFunc(func(ctx context.Context, requested string, use ehr.Use) (context.Context, string, error) {
+	tenancy := tenancyFunc(func(_ context.Context, requested string, use ehr.Use) (string, error) {
 		uses = append(uses, use)
 		if requested != "" && requested != linkBiz {
-			return ctx, "", ehr.ErrBusinessNotFound
+			return "", ehr.ErrBusinessNotFound
 		}
-		return ctx, linkBiz, nil
+		return linkBiz, nil
 	})
 	return New(Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: tokens{}, Links: links, Tenancy: tenancy,
 		Audit: a, Registry: prometheus.NewRegistry(), Ready: func(context.Context) error { return nil }}), &uses

@@ -1219,7 +1219,7 @@ var _ ports.Scheduling = &SchedulingMock{}
 //
 //		// make and configure a mocked ports.Scheduling
 //		mockedScheduling := &SchedulingMock{
-//			AgentFunc: func(ctx context.Context, id string) (ehr.Agent, error) {
+//			AgentFunc: func(ctx context.Context, businessMoqParam string, id string) (ehr.Agent, error) {
 //				panic("mock out the Agent method")
 //			},
 //			AgentsFunc: func(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error) {
@@ -1228,16 +1228,16 @@ var _ ports.Scheduling = &SchedulingMock{}
 //			AppointmentsFunc: func(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error) {
 //				panic("mock out the Appointments method")
 //			},
-//			AvailabilityFunc: func(ctx context.Context, agentID string, from ehr.Date, to ehr.Date, minutes int) (ehr.Availability, error) {
+//			AvailabilityFunc: func(ctx context.Context, r ehr.AvailabilityRequest) (ehr.Availability, error) {
 //				panic("mock out the Availability method")
 //			},
 //			BookFunc: func(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error) {
 //				panic("mock out the Book method")
 //			},
-//			CancelFunc: func(ctx context.Context, id string, reason string) (ehr.Appointment, error) {
+//			CancelFunc: func(ctx context.Context, businessMoqParam string, id string, reason string) (ehr.Appointment, error) {
 //				panic("mock out the Cancel method")
 //			},
-//			RescheduleFunc: func(ctx context.Context, id string, start ehr.Instant, end ehr.Instant) (ehr.Appointment, error) {
+//			RescheduleFunc: func(ctx context.Context, r ehr.RescheduleRequest) (ehr.Appointment, error) {
 //				panic("mock out the Reschedule method")
 //			},
 //		}
@@ -1248,7 +1248,7 @@ var _ ports.Scheduling = &SchedulingMock{}
 //	}
 type SchedulingMock struct {
 	// AgentFunc mocks the Agent method.
-	AgentFunc func(ctx context.Context, id string) (ehr.Agent, error)
+	AgentFunc func(ctx context.Context, businessMoqParam string, id string) (ehr.Agent, error)
 
 	// AgentsFunc mocks the Agents method.
 	AgentsFunc func(ctx context.Context, f ehr.AgentFilter) (ehr.Page[ehr.Agent], error)
@@ -1257,16 +1257,16 @@ type SchedulingMock struct {
 	AppointmentsFunc func(ctx context.Context, f ehr.AppointmentFilter) (ehr.Page[ehr.Appointment], error)
 
 	// AvailabilityFunc mocks the Availability method.
-	AvailabilityFunc func(ctx context.Context, agentID string, from ehr.Date, to ehr.Date, minutes int) (ehr.Availability, error)
+	AvailabilityFunc func(ctx context.Context, r ehr.AvailabilityRequest) (ehr.Availability, error)
 
 	// BookFunc mocks the Book method.
 	BookFunc func(ctx context.Context, r ehr.BookingRequest) (ehr.Booked, error)
 
 	// CancelFunc mocks the Cancel method.
-	CancelFunc func(ctx context.Context, id string, reason string) (ehr.Appointment, error)
+	CancelFunc func(ctx context.Context, businessMoqParam string, id string, reason string) (ehr.Appointment, error)
 
 	// RescheduleFunc mocks the Reschedule method.
-	RescheduleFunc func(ctx context.Context, id string, start ehr.Instant, end ehr.Instant) (ehr.Appointment, error)
+	RescheduleFunc func(ctx context.Context, r ehr.RescheduleRequest) (ehr.Appointment, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -1274,6 +1274,8 @@ type SchedulingMock struct {
 		Agent []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
 			// ID is the id argument value.
 			ID string
 		}
@@ -1295,14 +1297,8 @@ type SchedulingMock struct {
 		Availability []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
-			// AgentID is the agentID argument value.
-			AgentID string
-			// From is the from argument value.
-			From ehr.Date
-			// To is the to argument value.
-			To ehr.Date
-			// Minutes is the minutes argument value.
-			Minutes int
+			// R is the r argument value.
+			R ehr.AvailabilityRequest
 		}
 		// Book holds details about calls to the Book method.
 		Book []struct {
@@ -1315,6 +1311,8 @@ type SchedulingMock struct {
 		Cancel []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
+			// BusinessMoqParam is the businessMoqParam argument value.
+			BusinessMoqParam string
 			// ID is the id argument value.
 			ID string
 			// Reason is the reason argument value.
@@ -1324,12 +1322,8 @@ type SchedulingMock struct {
 		Reschedule []struct {
 			// Ctx is the ctx argument value.
 			Ctx context.Context
-			// ID is the id argument value.
-			ID string
-			// Start is the start argument value.
-			Start ehr.Instant
-			// End is the end argument value.
-			End ehr.Instant
+			// R is the r argument value.
+			R ehr.RescheduleRequest
 		}
 	}
 	lockAgent        sync.RWMutex
@@ -1342,21 +1336,23 @@ type SchedulingMock struct {
 }
 
 // Agent calls AgentFunc.
-func (mock *SchedulingMock) Agent(ctx context.Context, id string) (ehr.Agent, error) {
+func (mock *SchedulingMock) Agent(ctx context.Context, businessMoqParam string, id string) (ehr.Agent, error) {
 	if mock.AgentFunc == nil {
 		panic("SchedulingMock.AgentFunc: method is nil but Scheduling.Agent was just called")
 	}
 	callInfo := struct {
-		Ctx context.Context
-		ID  string
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
 	}{
-		Ctx: ctx,
-		ID:  id,
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
 	}
 	mock.lockAgent.Lock()
 	mock.calls.Agent = append(mock.calls.Agent, callInfo)
 	mock.lockAgent.Unlock()
-	return mock.AgentFunc(ctx, id)
+	return mock.AgentFunc(ctx, businessMoqParam, id)
 }
 
 // AgentCalls gets all the calls that were made to Agent.
@@ -1364,12 +1360,14 @@ func (mock *SchedulingMock) Agent(ctx context.Context, id string) (ehr.Agent, er
 //
 //	len(mockedScheduling.AgentCalls())
 func (mock *SchedulingMock) AgentCalls() []struct {
-	Ctx context.Context
-	ID  string
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
 } {
 	var calls []struct {
-		Ctx context.Context
-		ID  string
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
 	}
 	mock.lockAgent.RLock()
 	calls = mock.calls.Agent
@@ -1450,27 +1448,21 @@ func (mock *SchedulingMock) AppointmentsCalls() []struct {
 }
 
 // Availability calls AvailabilityFunc.
-func (mock *SchedulingMock) Availability(ctx context.Context, agentID string, from ehr.Date, to ehr.Date, minutes int) (ehr.Availability, error) {
+func (mock *SchedulingMock) Availability(ctx context.Context, r ehr.AvailabilityRequest) (ehr.Availability, error) {
 	if mock.AvailabilityFunc == nil {
 		panic("SchedulingMock.AvailabilityFunc: method is nil but Scheduling.Availability was just called")
 	}
 	callInfo := struct {
-		Ctx     context.Context
-		AgentID string
-		From    ehr.Date
-		To      ehr.Date
-		Minutes int
+		Ctx context.Context
+		R   ehr.AvailabilityRequest
 	}{
-		Ctx:     ctx,
-		AgentID: agentID,
-		From:    from,
-		To:      to,
-		Minutes: minutes,
+		Ctx: ctx,
+		R:   r,
 	}
 	mock.lockAvailability.Lock()
 	mock.calls.Availability = append(mock.calls.Availability, callInfo)
 	mock.lockAvailability.Unlock()
-	return mock.AvailabilityFunc(ctx, agentID, from, to, minutes)
+	return mock.AvailabilityFunc(ctx, r)
 }
 
 // AvailabilityCalls gets all the calls that were made to Availability.
@@ -1478,18 +1470,12 @@ func (mock *SchedulingMock) Availability(ctx context.Context, agentID string, fr
 //
 //	len(mockedScheduling.AvailabilityCalls())
 func (mock *SchedulingMock) AvailabilityCalls() []struct {
-	Ctx     context.Context
-	AgentID string
-	From    ehr.Date
-	To      ehr.Date
-	Minutes int
+	Ctx context.Context
+	R   ehr.AvailabilityRequest
 } {
 	var calls []struct {
-		Ctx     context.Context
-		AgentID string
-		From    ehr.Date
-		To      ehr.Date
-		Minutes int
+		Ctx context.Context
+		R   ehr.AvailabilityRequest
 	}
 	mock.lockAvailability.RLock()
 	calls = mock.calls.Availability
@@ -1534,23 +1520,25 @@ func (mock *SchedulingMock) BookCalls() []struct {
 }
 
 // Cancel calls CancelFunc.
-func (mock *SchedulingMock) Cancel(ctx context.Context, id string, reason string) (ehr.Appointment, error) {
+func (mock *SchedulingMock) Cancel(ctx context.Context, businessMoqParam string, id string, reason string) (ehr.Appointment, error) {
 	if mock.CancelFunc == nil {
 		panic("SchedulingMock.CancelFunc: method is nil but Scheduling.Cancel was just called")
 	}
 	callInfo := struct {
-		Ctx    context.Context
-		ID     string
-		Reason string
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		Reason           string
 	}{
-		Ctx:    ctx,
-		ID:     id,
-		Reason: reason,
+		Ctx:              ctx,
+		BusinessMoqParam: businessMoqParam,
+		ID:               id,
+		Reason:           reason,
 	}
 	mock.lockCancel.Lock()
 	mock.calls.Cancel = append(mock.calls.Cancel, callInfo)
 	mock.lockCancel.Unlock()
-	return mock.CancelFunc(ctx, id, reason)
+	return mock.CancelFunc(ctx, businessMoqParam, id, reason)
 }
 
 // CancelCalls gets all the calls that were made to Cancel.
@@ -1558,14 +1546,16 @@ func (mock *SchedulingMock) Cancel(ctx context.Context, id string, reason string
 //
 //	len(mockedScheduling.CancelCalls())
 func (mock *SchedulingMock) CancelCalls() []struct {
-	Ctx    context.Context
-	ID     string
-	Reason string
+	Ctx              context.Context
+	BusinessMoqParam string
+	ID               string
+	Reason           string
 } {
 	var calls []struct {
-		Ctx    context.Context
-		ID     string
-		Reason string
+		Ctx              context.Context
+		BusinessMoqParam string
+		ID               string
+		Reason           string
 	}
 	mock.lockCancel.RLock()
 	calls = mock.calls.Cancel
@@ -1574,25 +1564,21 @@ func (mock *SchedulingMock) CancelCalls() []struct {
 }
 
 // Reschedule calls RescheduleFunc.
-func (mock *SchedulingMock) Reschedule(ctx context.Context, id string, start ehr.Instant, end ehr.Instant) (ehr.Appointment, error) {
+func (mock *SchedulingMock) Reschedule(ctx context.Context, r ehr.RescheduleRequest) (ehr.Appointment, error) {
 	if mock.RescheduleFunc == nil {
 		panic("SchedulingMock.RescheduleFunc: method is nil but Scheduling.Reschedule was just called")
 	}
 	callInfo := struct {
-		Ctx   context.Context
-		ID    string
-		Start ehr.Instant
-		End   ehr.Instant
+		Ctx context.Context
+		R   ehr.RescheduleRequest
 	}{
-		Ctx:   ctx,
-		ID:    id,
-		Start: start,
-		End:   end,
+		Ctx: ctx,
+		R:   r,
 	}
 	mock.lockReschedule.Lock()
 	mock.calls.Reschedule = append(mock.calls.Reschedule, callInfo)
 	mock.lockReschedule.Unlock()
-	return mock.RescheduleFunc(ctx, id, start, end)
+	return mock.RescheduleFunc(ctx, r)
 }
 
 // RescheduleCalls gets all the calls that were made to Reschedule.
@@ -1600,16 +1586,12 @@ func (mock *SchedulingMock) Reschedule(ctx context.Context, id string, start ehr
 //
 //	len(mockedScheduling.RescheduleCalls())
 func (mock *SchedulingMock) RescheduleCalls() []struct {
-	Ctx   context.Context
-	ID    string
-	Start ehr.Instant
-	End   ehr.Instant
+	Ctx context.Context
+	R   ehr.RescheduleRequest
 } {
 	var calls []struct {
-		Ctx   context.Context
-		ID    string
-		Start ehr.Instant
-		End   ehr.Instant
+		Ctx context.Context
+		R   ehr.RescheduleRequest
 	}
 	mock.lockReschedule.RLock()
 	calls = mock.calls.Reschedule

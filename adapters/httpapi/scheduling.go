@@ -15,8 +15,8 @@ import (
 )
 
 func (s *Server) schedulingRoutes(r *mux.Router) {
-	agents := func(h http.HandlerFunc) http.Handler { return noStore(s.authenticate(s.acting(ehr.UseAgents, h))) }
-	appt := func(action audit.Action, use ehr.Use, h http.HandlerFunc) http.Handler {
+	agents := func(h actingHandler) http.Handler { return noStore(s.authenticate(s.acting(ehr.UseAgents, h))) }
+	appt := func(action audit.Action, use ehr.Use, h actingHandler) http.Handler {
 		return noStore(s.audited(action, "appointment", s.acting(use, h)))
 	}
 	r.Handle("/appointment/customer", appt(audit.AppointmentCreate, ehr.UseBook, s.book)).Methods(http.MethodPost)
@@ -103,7 +103,7 @@ type bookingRequest struct {
 	Patient         patientContactJSON `json:"patient"`
 }
 
-func (s *Server) book(w http.ResponseWriter, r *http.Request) {
+func (s *Server) book(w http.ResponseWriter, r *http.Request, business string) {
 	var req bookingRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.writeError(w, r, err)
@@ -114,7 +114,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.scheduling.Book(r.Context(), ehr.BookingRequest{
-		AgentID: req.AgentID, Start: instant(req.Start), End: instant(req.End), DurationMinutes: req.DurationMinutes,
+		Business: business, AgentID: req.AgentID, Start: instant(req.Start), End: instant(req.End), DurationMinutes: req.DurationMinutes,
 		Reason: req.Reason, LocationID: req.LocationID, Patient: req.Patient.contact(),
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
@@ -199,10 +199,10 @@ func (q *query) err() error {
 	return ehr.ErrInvalidAppointment.WithMessage("Validation failed: %s", strings.Join(q.errs, "; "))
 }
 
-func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request, business string) {
 	q := &query{v: r.URL.Query()}
 	f := ehr.AppointmentFilter{
-		AgentID: q.v.Get("agentId"), Status: ehr.AppointmentStatus(q.v.Get("status")),
+		Business: business, AgentID: q.v.Get("agentId"), Status: ehr.AppointmentStatus(q.v.Get("status")),
 		From: q.time("from"), To: q.time("to"), PatientEmail: q.v.Get("patientEmail"),
 		Page: q.int("page"), Limit: q.int("limit"),
 	}
@@ -230,7 +230,7 @@ func appointmentID(r *http.Request) (string, error) {
 	return id, nil
 }
 
-func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
+func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request, business string) {
 	id, err := appointmentID(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -249,7 +249,7 @@ func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.scheduling.Cancel(r.Context(), id, req.Reason)
+	a, err := s.scheduling.Cancel(r.Context(), business, id, req.Reason)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -257,7 +257,7 @@ func (s *Server) cancelAppointment(w http.ResponseWriter, r *http.Request) {
 	writeSuccess(w, http.StatusOK, "Appointment cancelled successfully", newAppointmentResponse(a))
 }
 
-func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
+func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request, business string) {
 	id, err := appointmentID(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -275,7 +275,8 @@ func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.scheduling.Reschedule(r.Context(), id, instant(req.Start), instant(req.End))
+	a, err := s.scheduling.Reschedule(r.Context(), ehr.RescheduleRequest{Business: business, ID: id,
+		Start: instant(req.Start), End: instant(req.End)})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -283,9 +284,9 @@ func (s *Server) rescheduleAppointment(w http.ResponseWriter, r *http.Request) {
 	writeSuccess(w, http.StatusOK, "Appointment rescheduled successfully", newAppointmentResponse(a))
 }
 
-func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, business string) {
 	q := &query{v: r.URL.Query()}
-	f := ehr.AgentFilter{Name: q.v.Get("name"), Specialty: q.v.Get("specialty"), LocationID: q.v.Get("locationId"),
+	f := ehr.AgentFilter{Business: business, Name: q.v.Get("name"), Specialty: q.v.Get("specialty"), LocationID: q.v.Get("locationId"),
 		Page: q.int("page"), Limit: q.int("limit")}
 	if err := q.err(); err != nil {
 		s.writeError(w, r, err)
@@ -299,8 +300,8 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	writeSuccess(w, http.StatusOK, "Agents fetched successfully", newPage(p, newAgentResponse))
 }
 
-func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := s.scheduling.Agent(r.Context(), mux.Vars(r)["id"])
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request, business string) {
+	a, err := s.scheduling.Agent(r.Context(), business, mux.Vars(r)["id"])
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -313,14 +314,15 @@ type slotResponse struct {
 	End   time.Time `json:"end"`
 }
 
-func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
+func (s *Server) availability(w http.ResponseWriter, r *http.Request, business string) {
 	q := &query{v: r.URL.Query()}
 	minutes := q.int("duration")
 	if err := q.err(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.scheduling.Availability(r.Context(), mux.Vars(r)["id"], date(q.v.Get("from")), date(q.v.Get("to")), minutes)
+	a, err := s.scheduling.Availability(r.Context(), ehr.AvailabilityRequest{Business: business, AgentID: mux.Vars(r)["id"],
+		From: date(q.v.Get("from")), To: date(q.v.Get("to")), Minutes: minutes})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

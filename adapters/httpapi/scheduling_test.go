@@ -71,11 +71,11 @@ func TestIntegration_ListingsAndErrors(t *testing.T) {
 			gf = f
 			return ehr.Page[ehr.Agent]{Items: []ehr.Agent{{ID: "dr-1", Name: "Dr One", Timezone: "America/Chicago"}}, TotalCount: 1, Page: 2, Limit: 5}, nil
 		},
-		AgentFunc: func(context.Context, string) (ehr.Agent, error) { return ehr.Agent{}, ehr.ErrAgentNotFound },
-		AvailabilityFunc: func(_ context.Context, id string, from, to ehr.Date, minutes int) (ehr.Availability, error) {
-			return ehr.Availability{AgentID: id, Timezone: "America/Chicago", Slots: []ehr.Period{{Start: appt.Start, End: appt.End}}}, nil
+		AgentFunc: func(context.Context, string, string) (ehr.Agent, error) { return ehr.Agent{}, ehr.ErrAgentNotFound },
+		AvailabilityFunc: func(_ context.Context, r ehr.AvailabilityRequest) (ehr.Availability, error) {
+			return ehr.Availability{AgentID: r.AgentID, Timezone: "America/Chicago", Slots: []ehr.Period{{Start: appt.Start, End: appt.End}}}, nil
 		},
-		CancelFunc: func(_ context.Context, id, reason string) (ehr.Appointment, error) {
+		CancelFunc: func(_ context.Context, _, _, reason string) (ehr.Appointment, error) {
 			if reason != "" && reason != "sick" {
 				t.Errorf("reason %q", reason)
 			}
@@ -133,12 +133,12 @@ func TestScheduling_TimesAreParsedAtTheEdgeAndBadOnesReachTheCore(t *testing.T) 
 			book = r
 			return ehr.Booked{}, core.ErrInsufficientScope
 		},
-		RescheduleFunc: func(_ context.Context, _ string, start, end ehr.Instant) (ehr.Appointment, error) {
-			moved = [2]ehr.Instant{start, end}
+		RescheduleFunc: func(_ context.Context, r ehr.RescheduleRequest) (ehr.Appointment, error) {
+			moved = [2]ehr.Instant{r.Start, r.End}
 			return ehr.Appointment{}, core.ErrInsufficientScope
 		},
-		AvailabilityFunc: func(_ context.Context, _ string, from, to ehr.Date, _ int) (ehr.Availability, error) {
-			dates = [2]ehr.Date{from, to}
+		AvailabilityFunc: func(_ context.Context, r ehr.AvailabilityRequest) (ehr.Availability, error) {
+			dates = [2]ehr.Date{r.From, r.To}
 			return ehr.Availability{}, core.ErrInsufficientScope
 		},
 	}

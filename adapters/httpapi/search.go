@@ -172,7 +172,7 @@ func newPersonResponse(p ehr.Person) personResponse {
 // search is POST /api/v1/search. Validation and authentication failures use
 // the error envelope; when every EHR failed the search response itself is
 // sent with 502 (504 when all timed out).
-func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+func (s *Server) search(w http.ResponseWriter, r *http.Request, business string) {
 	var req searchRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.writeError(w, r, err)
@@ -190,6 +190,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	sr.Business = business
 	res, err := s.searcher.Search(r.Context(), sr)
 	if err != nil {
 		s.writeError(w, r, err)

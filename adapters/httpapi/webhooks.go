@@ -22,11 +22,11 @@ import (
 // change is audited (webhook.*) and commits its event with itself; the
 // reads are not audited.
 func (s *Server) webhookRoutes(r *mux.Router) {
-	change := func(action audit.Action, h func(http.ResponseWriter, *http.Request, string)) http.Handler {
-		return noStore(s.audited(action, "webhook", s.actingFor(ehr.UseWebhooks, h)))
+	change := func(action audit.Action, h actingHandler) http.Handler {
+		return noStore(s.audited(action, "webhook", s.acting(ehr.UseWebhooks, h)))
 	}
-	read := func(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
-		return noStore(s.authenticate(s.actingFor(ehr.UseWebhooks, h)))
+	read := func(h actingHandler) http.Handler {
+		return noStore(s.authenticate(s.acting(ehr.UseWebhooks, h)))
 	}
 	const one = "/api/v1/webhooks/{id}"
 	r.Handle("/api/v1/webhooks", change(audit.WebhookCreate, s.createWebhook)).Methods(http.MethodPost)

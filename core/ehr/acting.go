@@ -63,20 +63,19 @@ func NewTenancy(systems Systems, practices Practices) *Tenancy {
 	return &Tenancy{systems: systems, practices: practices}
 }
 
-type actingKey struct{}
-
 // Act resolves the business the caller in ctx acts for on use, requested
-// being the business the request names ("" none), and returns ctx carrying
-// it for the use cases of this package, and its id ("" none: a
-// single-practice deployment).
-func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (context.Context, string, error) {
+// being the business the request names ("" none), and returns its id (""
+// none: a single-practice deployment). The edge names it in the request it
+// makes of the use cases of this package (SearchRequest.Business,
+// BookingRequest.Business, …).
+func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (string, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
-		return ctx, "", core.ErrUnauthenticated
+		return "", core.ErrUnauthenticated
 	}
 	if u == UseLinks {
 		if err := linkScope(actor); err != nil {
-			return ctx, "", err
+			return "", err
 		}
 	}
 	multi := t.systems.MultiPractice() || u == UseLinks || u == UseWebhooks
@@ -88,9 +87,9 @@ func (t *Tenancy) Act(ctx context.Context, requested string, u Use) (context.Con
 		id, err = acting(ctx, t.practices, actor.Subject, strings.ToLower(requested), patientContext(actor, u), multi)
 	}
 	if err != nil {
-		return ctx, "", err
+		return "", err
 	}
-	return context.WithValue(ctx, actingKey{}, id), id, nil
+	return id, nil
 }
 
 // soleBusiness is what a search names no business for in a
@@ -173,15 +172,13 @@ func patientContext(a core.Actor, u Use) bool {
 	return err == nil && r == reachOwn
 }
 
-// business returns the acting business Act put in ctx. Without one, a
-// multi-practice deployment refuses (nothing may be asked of every
-// practice's systems at once); a single-practice one acts for none.
-func business(ctx context.Context, systems Systems) (string, error) {
-	if id, ok := ctx.Value(actingKey{}).(string); ok {
-		return id, nil
+// checkActing checks the acting business a request names (its Business
+// field, which the edge sets from Act): without one, a multi-practice
+// deployment refuses (nothing may be asked of every practice's systems at
+// once); a single-practice one acts for none.
+func checkActing(systems Systems, business string) error {
+	if business == "" && systems.MultiPractice() {
+		return ErrBusinessRequired
 	}
-	if systems.MultiPractice() {
-		return "", ErrBusinessRequired
-	}
-	return "", nil
+	return nil
 }

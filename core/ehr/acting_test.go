@@ -112,15 +112,15 @@ func TestSearch_AsksOnlyTheActingBusinesssSystemsWithItsOwnCacheEntry(t *testing
 	if _, err := s.Search(caller("u"), SearchRequest{Query: "smith"}); !errors.Is(err, ErrBusinessRequired) {
 		t.Fatalf("search with no acting business: %v, want business_required", err)
 	}
-	if _, _, err := tenancy.Act(caller("u"), "", UseSearch); !errors.Is(err, ErrBusinessRequired) {
+	if _, err := tenancy.Act(caller("u"), "", UseSearch); !errors.Is(err, ErrBusinessRequired) {
 		t.Fatalf("member of two naming none: %v", err)
 	}
 	for _, tc := range []struct{ business, source string }{{a, "a"}, {b, "b"}, {a, "a"}} {
-		ctx, id, err := tenancy.Act(caller("u"), tc.business, UseSearch)
+		id, err := tenancy.Act(caller("u"), tc.business, UseSearch)
 		if err != nil || id != tc.business {
 			t.Fatalf("act for %s: %q %v", tc.business, id, err)
 		}
-		r, err := s.Search(ctx, SearchRequest{Query: "smith"})
+		r, err := s.Search(caller("u"), SearchRequest{Business: id, Query: "smith"})
 		if err != nil || fmt.Sprint(r.Sources) != "["+tc.source+"]" || r.TotalCount != 1 {
 			t.Fatalf("search for %s: %+v %v", tc.business, r, err)
 		}
@@ -135,24 +135,27 @@ func TestIntegration_APatientsBookingsArePerActingBusiness(t *testing.T) {
 	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
 	s := scheduling(newCalendar(chicago))
 	tenancy := NewTenancy(s.systems, practices{"owner": {a, b}})
-	at := func(business string) context.Context {
-		ctx, _, err := tenancy.Act(patientCaller("p"), business, UseBook)
+	pat := patientCaller("p")
+	at := func(business string) string {
+		id, err := tenancy.Act(pat, business, UseBook)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ctx
+		return id
 	}
-	booked, err := s.Book(at(a), request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00"))
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.Business = at(a)
+	booked, err := s.Book(pat, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := s.Appointments(at(b), AppointmentFilter{}); err != nil || p.TotalCount != 0 {
+	if p, err := s.Appointments(pat, AppointmentFilter{Business: at(b)}); err != nil || p.TotalCount != 0 {
 		t.Fatalf("listing at b: %+v %v; want none of a's", p, err)
 	}
-	if _, err := s.Cancel(at(b), booked.Appointment.ID, ""); !errors.Is(err, ErrAppointmentNotFound) {
+	if _, err := s.Cancel(pat, at(b), booked.Appointment.ID, ""); !errors.Is(err, ErrAppointmentNotFound) {
 		t.Fatalf("cancel at b of a's booking: %v, want not found", err)
 	}
-	if p, err := s.Appointments(at(a), AppointmentFilter{}); err != nil || p.TotalCount != 1 {
+	if p, err := s.Appointments(pat, AppointmentFilter{Business: at(a)}); err != nil || p.TotalCount != 1 {
 		t.Fatalf("listing at a: %+v %v; want its booking", p, err)
 	}
 }
@@ -196,11 +199,13 @@ func TestReconcile_SettlesAHoldInTheEHROfItsBusiness(t *testing.T) {
 	}
 	s := scheduling(ca)
 	s.systems = perBusiness{a: ca, b: cb}
-	ctx, _, err := NewTenancy(s.systems, practices{"u": {a}}).Act(caller("u"), "", UseBook)
+	id, err := NewTenancy(s.systems, practices{"u": {a}}).Act(caller("u"), "", UseBook)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Book(ctx, request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); err == nil {
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.Business = id
+	if _, err := s.Book(caller("u"), r); err == nil {
 		t.Fatal("want a time-out")
 	}
 	if _, err := s.Agents(caller("u"), AgentFilter{}); !errors.Is(err, ErrBusinessRequired) {
@@ -253,7 +258,7 @@ func TestActing_PersonLinksActForAMembershipInEveryDeployment(t *testing.T) {
 			Scopes: core.ParseScopes("user/Patient.rs")}), "", "", core.ErrInsufficientScope},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, got, err := NewTenancy(tc.systems, p).Act(tc.ctx, tc.requested, UseLinks)
+			got, err := NewTenancy(tc.systems, p).Act(tc.ctx, tc.requested, UseLinks)
 			if got != tc.want || !errors.Is(err, tc.err) {
 				t.Fatalf("Act = %q, %v; want %q, %v", got, err, tc.want, tc.err)
 			}
@@ -262,15 +267,113 @@ func TestActing_PersonLinksActForAMembershipInEveryDeployment(t *testing.T) {
 	// The other uses resolve as before in a single-practice deployment:
 	// no business named, none acted for.
 	for _, u := range []Use{UseBook, UseAppointments, UseChange, UseAgents} {
-		if _, got, err := NewTenancy(single, p).Act(staff("staff-a"), "", u); got != "" || err != nil {
+		if got, err := NewTenancy(single, p).Act(staff("staff-a"), "", u); got != "" || err != nil {
 			t.Errorf("use %d: %q, %v; want none", u, got, err)
 		}
 	}
 	// A search naming none acts for the caller's only membership (its
 	// links apply), else for none, and is never refused for it.
 	for _, c := range []struct{ caller, want string }{{"staff-a", a}, {"staff-ab", ""}, {"stranger", ""}} {
-		if _, got, err := NewTenancy(single, p).Act(staff(c.caller), "", UseSearch); got != c.want || err != nil {
+		if got, err := NewTenancy(single, p).Act(staff(c.caller), "", UseSearch); got != c.want || err != nil {
 			t.Errorf("search by %s: %q, %v; want %q", c.caller, got, err, c.want)
+		}
+	}
+}
+
+// askedOf counts the calls made of c's EHR.
+func askedOf(c *calendar) int {
+	return len(c.ListAgentsCalls()) + len(c.GetAgentCalls()) + len(c.FreePeriodsCalls()) + len(c.ListAppointmentsCalls()) +
+		len(c.GetAppointmentCalls()) + len(c.CreateAppointmentCalls()) + len(c.CancelAppointmentCalls()) + len(c.RescheduleAppointmentCalls())
+}
+
+// withListings lets c answer the listings of agents and appointments.
+func withListings(c *calendar) *calendar {
+	c.ListAgentsFunc = func(context.Context, AgentFilter) (Page[Agent], error) {
+		return Page[Agent]{Items: []Agent{chicago}}, nil
+	}
+	c.ListAppointmentsFunc = func(context.Context, AppointmentFilter) (Page[Appointment], error) { return Page[Appointment]{}, nil }
+	return c
+}
+
+// In a multi-practice deployment every scheduling call that names no
+// acting business is refused, and no EHR is asked.
+func TestScheduling_AMultiPracticeCallNamingNoBusinessIsRefused(t *testing.T) {
+	const a = "aaaaaaaa-0000-0000-0000-000000000001"
+	ca := withListings(newCalendar(chicago))
+	s := scheduling(ca)
+	s.systems = perBusiness{a: ca}
+	u := caller("u")
+	for what, call := range map[string]func() error{
+		"book": func() error {
+			_, err := s.Book(u, request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00"))
+			return err
+		},
+		"appointments": func() error { _, err := s.Appointments(u, AppointmentFilter{}); return err },
+		"cancel":       func() error { _, err := s.Cancel(u, "", "appt-1", ""); return err },
+		"reschedule": func() error {
+			_, err := s.Reschedule(u, RescheduleRequest{ID: "appt-1", Start: at("2030-03-04T10:00:00-06:00"), End: at("2030-03-04T10:30:00-06:00")})
+			return err
+		},
+		"agents": func() error { _, err := s.Agents(u, AgentFilter{}); return err },
+		"agent":  func() error { _, err := s.Agent(u, "", "dr-1"); return err },
+		"availability": func() error {
+			_, err := s.Availability(u, AvailabilityRequest{AgentID: "dr-1", From: day("2030-03-04"), To: day("2030-03-04")})
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, ErrBusinessRequired) {
+			t.Errorf("%s naming no business: %v, want business_required", what, err)
+		}
+	}
+	if n := askedOf(ca); n != 0 {
+		t.Fatalf("the EHR was asked %d times", n)
+	}
+}
+
+// Each scheduling call is answered by the integration EHR of the business
+// it names, and no other business's EHR is asked.
+func TestScheduling_TheNamedBusinesssEHRAnswers(t *testing.T) {
+	const a, b = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+	ca, cb := withListings(newCalendar(chicago)), withListings(newCalendar(chicago))
+	s := scheduling(ca)
+	s.systems = perBusiness{a: ca, b: cb}
+	u := caller("u")
+	for _, tc := range []struct {
+		business     string
+		ehr, another *calendar
+	}{{a, ca, cb}, {b, cb, ca}} {
+		before := askedOf(tc.another)
+		r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+		r.Business = tc.business
+		booked, err := s.Book(u, r)
+		if err != nil {
+			t.Fatalf("book at %s: %v", tc.business, err)
+		}
+		id := booked.Appointment.ID
+		if p, err := s.Agents(u, AgentFilter{Business: tc.business}); err != nil || len(p.Items) != 1 {
+			t.Fatalf("agents at %s: %+v %v", tc.business, p, err)
+		}
+		if _, err := s.Agent(u, tc.business, "dr-1"); err != nil {
+			t.Fatalf("agent at %s: %v", tc.business, err)
+		}
+		if _, err := s.Availability(u, AvailabilityRequest{Business: tc.business, AgentID: "dr-1", From: day("2030-03-05"), To: day("2030-03-05")}); err != nil {
+			t.Fatalf("availability at %s: %v", tc.business, err)
+		}
+		if _, err := s.Appointments(u, AppointmentFilter{Business: tc.business}); err != nil {
+			t.Fatalf("appointments at %s: %v", tc.business, err)
+		}
+		if _, err := s.Reschedule(u, RescheduleRequest{Business: tc.business, ID: id,
+			Start: at("2030-03-04T10:00:00-06:00"), End: at("2030-03-04T10:30:00-06:00")}); err != nil {
+			t.Fatalf("reschedule at %s: %v", tc.business, err)
+		}
+		if _, err := s.Cancel(u, tc.business, id, ""); err != nil {
+			t.Fatalf("cancel at %s: %v", tc.business, err)
+		}
+		if len(tc.ehr.ListAgentsCalls()) != 1 || len(tc.ehr.ListAppointmentsCalls()) != 1 || tc.ehr.appts[id].Status != StatusCancelled {
+			t.Fatalf("the EHR of %s did not answer every call", tc.business)
+		}
+		if n := askedOf(tc.another) - before; n != 0 {
+			t.Fatalf("calls at %s asked another business's EHR %d times", tc.business, n)
 		}
 	}
 }

@@ -67,15 +67,18 @@ type Period struct {
 	Start, End time.Time
 }
 
-// AgentFilter narrows an agent listing; empty fields do not filter.
+// AgentFilter narrows an agent listing of the acting business; empty
+// fields do not filter.
 type AgentFilter struct {
+	Business                    string // the acting business (Tenancy.Act; "" none)
 	Name, Specialty, LocationID string
 	Page, Limit                 int
 }
 
-// AppointmentFilter narrows an appointment listing; empty fields do not
-// filter.
+// AppointmentFilter narrows an appointment listing of the acting business;
+// empty fields do not filter.
 type AppointmentFilter struct {
+	Business     string // the acting business (Tenancy.Act; "" none)
 	AgentID      string
 	Status       AppointmentStatus
 	From, To     time.Time // appointments starting in [From, To)

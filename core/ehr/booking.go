@@ -16,6 +16,7 @@ const MaxFutureAppointments = 20
 
 // BookingRequest is an appointment as a customer asks for it.
 type BookingRequest struct {
+	Business        string // the acting business (Tenancy.Act; "" none)
 	AgentID         string
 	Start           Instant
 	End             Instant // or DurationMinutes
@@ -116,7 +117,7 @@ func (s *Scheduling) checkPatient(p PatientContact, f *fieldErrors) PatientConta
 // transaction), so a patient-context caller can later list, cancel and
 // move what it booked, from any instance.
 func (s *Scheduling) Book(ctx context.Context, r BookingRequest) (Booked, error) {
-	c, err := s.access(ctx, core.PermCreate)
+	c, err := s.access(ctx, r.Business, core.PermCreate)
 	if err != nil {
 		return Booked{}, err
 	}

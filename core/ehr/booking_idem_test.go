@@ -39,7 +39,7 @@ func TestBook_IdempotencyKeepsNoPatientDataAndReplaysFromTheEHR(t *testing.T) {
 	}
 
 	// A repeat reads the appointment from the EHR as it is now.
-	if _, err := s.Cancel(caller("u"), first.Appointment.ID, ""); err != nil {
+	if _, err := s.Cancel(caller("u"), "", first.Appointment.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	gets := len(c.GetAppointmentCalls())

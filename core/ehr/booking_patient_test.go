@@ -37,7 +37,7 @@ func TestBook_APatientHoldsAtMostTwentyFutureAppointments(t *testing.T) {
 	}
 	// A cancelled one frees a place; staff are not limited.
 	ids, _ := s.bookings.BookedBy(context.Background(), "pat", "")
-	if _, err := s.Cancel(pat, ids[0].AppointmentID, ""); err != nil {
+	if _, err := s.Cancel(pat, "", ids[0].AppointmentID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := book(MaxFutureAppointments); err != nil {
@@ -64,7 +64,7 @@ func TestAppointments_APatientIsRateLimited(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Kind != core.KindRateLimited || ce.RetryAfter <= 0 {
 		t.Fatalf("fourth call: %v", err)
 	}
-	if _, err := s.Cancel(pat, "any", ""); core.KindOf(err) != core.KindRateLimited {
+	if _, err := s.Cancel(pat, "", "any", ""); core.KindOf(err) != core.KindRateLimited {
 		t.Fatalf("cancel past the limit: %v", err)
 	}
 	for range 5 { // staff are limited by nothing here
@@ -83,27 +83,27 @@ func TestCancelAndReschedule(t *testing.T) {
 	}
 	id := b.Appointment.ID
 	// Moving within its own time is fine: its own slot counts as free.
-	moved, err := s.Reschedule(caller("u"), id, at("2030-03-04T09:30:00-06:00"), at("2030-03-04T10:30:00-06:00"))
+	moved, err := s.Reschedule(caller("u"), RescheduleRequest{ID: id, Start: at("2030-03-04T09:30:00-06:00"), End: at("2030-03-04T10:30:00-06:00")})
 	if err != nil || !moved.Start.Equal(time.Date(2030, 3, 4, 15, 30, 0, 0, time.UTC)) {
 		t.Fatalf("reschedule: %+v %v", moved, err)
 	}
 	other, _ := s.Book(caller("u"), request("2030-03-04T11:00:00-06:00", "2030-03-04T12:00:00-06:00"))
-	if _, err := s.Reschedule(caller("u"), id, at("2030-03-04T11:00:00-06:00"), at("2030-03-04T11:30:00-06:00")); !errors.Is(err, ErrAgentUnavailable) {
+	if _, err := s.Reschedule(caller("u"), RescheduleRequest{ID: id, Start: at("2030-03-04T11:00:00-06:00"), End: at("2030-03-04T11:30:00-06:00")}); !errors.Is(err, ErrAgentUnavailable) {
 		t.Fatalf("onto another appointment: %v", err)
 	}
-	if _, err := s.Reschedule(caller("u"), id, at("2030-03-04T11:00:00-06:00"), at("2030-03-04T10:00:00-06:00")); !errors.Is(err, ErrInvalidAppointment) {
+	if _, err := s.Reschedule(caller("u"), RescheduleRequest{ID: id, Start: at("2030-03-04T11:00:00-06:00"), End: at("2030-03-04T10:00:00-06:00")}); !errors.Is(err, ErrInvalidAppointment) {
 		t.Fatalf("end before start: %v", err)
 	}
-	if a, err := s.Cancel(caller("u"), other.Appointment.ID, "sick"); err != nil || a.Status != StatusCancelled {
+	if a, err := s.Cancel(caller("u"), "", other.Appointment.ID, "sick"); err != nil || a.Status != StatusCancelled {
 		t.Fatalf("cancel: %+v %v", a, err)
 	}
-	if _, err := s.Cancel(caller("u"), other.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) {
+	if _, err := s.Cancel(caller("u"), "", other.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) {
 		t.Fatalf("second cancel: %v", err)
 	}
-	if _, err := s.Reschedule(caller("u"), other.Appointment.ID, at("2030-03-05T09:00:00-06:00"), at("2030-03-05T09:30:00-06:00")); !errors.Is(err, ErrAlreadyCancelled) {
+	if _, err := s.Reschedule(caller("u"), RescheduleRequest{ID: other.Appointment.ID, Start: at("2030-03-05T09:00:00-06:00"), End: at("2030-03-05T09:30:00-06:00")}); !errors.Is(err, ErrAlreadyCancelled) {
 		t.Fatalf("reschedule a cancelled one: %v", err)
 	}
-	if _, err := s.Cancel(caller("u"), "nope", ""); !errors.Is(err, ErrAppointmentNotFound) {
+	if _, err := s.Cancel(caller("u"), "", "nope", ""); !errors.Is(err, ErrAppointmentNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
 }
@@ -118,10 +118,10 @@ func TestAppointments_NeedScopes(t *testing.T) {
 		if _, err := s.Book(ctx, r); !errors.Is(err, core.ErrInsufficientScope) {
 			t.Fatalf("book: %v", err)
 		}
-		if _, err := s.Cancel(ctx, "appt-1", ""); !errors.Is(err, core.ErrInsufficientScope) {
+		if _, err := s.Cancel(ctx, "", "appt-1", ""); !errors.Is(err, core.ErrInsufficientScope) {
 			t.Fatalf("cancel: %v", err)
 		}
-		if _, err := s.Reschedule(ctx, "appt-1", at("2030-03-04T10:00:00-06:00"), at("2030-03-04T10:30:00-06:00")); !errors.Is(err, core.ErrInsufficientScope) {
+		if _, err := s.Reschedule(ctx, RescheduleRequest{ID: "appt-1", Start: at("2030-03-04T10:00:00-06:00"), End: at("2030-03-04T10:30:00-06:00")}); !errors.Is(err, core.ErrInsufficientScope) {
 			t.Fatalf("reschedule: %v", err)
 		}
 	}
@@ -132,10 +132,10 @@ func TestAppointments_NeedScopes(t *testing.T) {
 		t.Fatal("the EHR was asked for a caller without the scope")
 	}
 	// Agents need only a valid token.
-	if _, err := s.Agent(none, "dr-1"); err != nil {
+	if _, err := s.Agent(none, "", "dr-1"); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	if _, err := s.Availability(none, "dr-1", day("2030-03-04"), day("2030-03-04"), 30); err != nil {
+	if _, err := s.Availability(none, AvailabilityRequest{AgentID: "dr-1", From: day("2030-03-04"), To: day("2030-03-04"), Minutes: 30}); err != nil {
 		t.Fatalf("availability: %v", err)
 	}
 }
@@ -182,24 +182,24 @@ func TestAppointments_APatientReachesOnlyItsOwn(t *testing.T) {
 
 	// Another's appointment, or none, is not found for a patient.
 	for _, id := range []string{b1.ID, "appt-404"} {
-		if _, err := s.Cancel(ana, id, ""); !errors.Is(err, ErrAppointmentNotFound) {
+		if _, err := s.Cancel(ana, "", id, ""); !errors.Is(err, ErrAppointmentNotFound) {
 			t.Fatalf("ana cancels %s: %v", id, err)
 		}
-		if _, err := s.Reschedule(ana, id, at("2030-03-06T09:00:00-06:00"), at("2030-03-06T09:30:00-06:00")); !errors.Is(err, ErrAppointmentNotFound) {
+		if _, err := s.Reschedule(ana, RescheduleRequest{ID: id, Start: at("2030-03-06T09:00:00-06:00"), End: at("2030-03-06T09:30:00-06:00")}); !errors.Is(err, ErrAppointmentNotFound) {
 			t.Fatalf("ana moves %s: %v", id, err)
 		}
 	}
 	if c.appts[b1.ID].Status == StatusCancelled {
 		t.Fatal("ben's appointment was cancelled by ana")
 	}
-	if a, err := s.Cancel(ana, a1.ID, ""); err != nil || a.Status != StatusCancelled {
+	if a, err := s.Cancel(ana, "", a1.ID, ""); err != nil || a.Status != StatusCancelled {
 		t.Fatalf("ana cancels her own: %+v %v", a, err)
 	}
-	if _, err := s.Reschedule(ana, a2.ID, at("2030-03-06T09:00:00-06:00"), at("2030-03-06T09:30:00-06:00")); err != nil {
+	if _, err := s.Reschedule(ana, RescheduleRequest{ID: a2.ID, Start: at("2030-03-06T09:00:00-06:00"), End: at("2030-03-06T09:30:00-06:00")}); err != nil {
 		t.Fatalf("ana moves her own: %v", err)
 	}
 	// Staff reach every appointment.
-	if _, err := s.Cancel(caller("staff"), b1.ID, ""); err != nil {
+	if _, err := s.Cancel(caller("staff"), "", b1.ID, ""); err != nil {
 		t.Fatalf("staff cancels ben's: %v", err)
 	}
 	if p, err := s.Appointments(caller("staff"), AppointmentFilter{}); err != nil || p.TotalCount != 4 {

@@ -12,7 +12,7 @@ import (
 // the caller booked for a patient-context caller (the filters apply within
 // them).
 func (s *Scheduling) Appointments(ctx context.Context, flt AppointmentFilter) (Page[Appointment], error) {
-	c, err := s.access(ctx, core.PermSearch)
+	c, err := s.access(ctx, flt.Business, core.PermSearch)
 	if err != nil {
 		return Page[Appointment]{}, err
 	}
@@ -35,7 +35,7 @@ func (s *Scheduling) Appointments(ctx context.Context, flt AppointmentFilter) (P
 
 // Agents lists agents.
 func (s *Scheduling) Agents(ctx context.Context, flt AgentFilter) (Page[Agent], error) {
-	sch, err := s.authorized(ctx)
+	sch, err := s.authorized(ctx, flt.Business)
 	if err != nil {
 		return Page[Agent]{}, err
 	}
@@ -47,9 +47,10 @@ func (s *Scheduling) Agents(ctx context.Context, flt AgentFilter) (Page[Agent], 
 	return sch.ListAgents(ctx, flt)
 }
 
-// Agent returns agent id.
-func (s *Scheduling) Agent(ctx context.Context, id string) (Agent, error) {
-	sch, err := s.authorized(ctx)
+// Agent returns agent id of the integration EHR of business, the acting
+// business.
+func (s *Scheduling) Agent(ctx context.Context, business, id string) (Agent, error) {
+	sch, err := s.authorized(ctx, business)
 	if err != nil {
 		return Agent{}, err
 	}
@@ -63,40 +64,48 @@ type Availability struct {
 	Slots    []Period
 }
 
-// Availability returns the agent's free slots of duration minutes between
-// the dates from and to (inclusive, in the agent's time zone; at most 31
+// AvailabilityRequest asks for an agent's free slots.
+type AvailabilityRequest struct {
+	Business string // the acting business (Tenancy.Act; "" none)
+	AgentID  string
+	From, To Date // inclusive, in the agent's time zone
+	Minutes  int  // the slots' length; 0: DefaultSlotMinutes
+}
+
+// Availability returns the agent's free slots of r.Minutes between the
+// dates r.From and r.To (inclusive, in the agent's time zone; at most 31
 // days). Days are cut at local midnight, so a day that DST shortens or
 // lengthens has 23 or 25 hours.
-func (s *Scheduling) Availability(ctx context.Context, agentID string, from, to Date, minutes int) (Availability, error) {
-	sch, err := s.authorized(ctx)
+func (s *Scheduling) Availability(ctx context.Context, r AvailabilityRequest) (Availability, error) {
+	sch, err := s.authorized(ctx, r.Business)
 	if err != nil {
 		return Availability{}, err
 	}
 	var f fieldErrors
-	if !from.valid() {
+	if !r.From.valid() {
 		f.add("from", "must be a date YYYY-MM-DD")
 	}
-	if !to.valid() {
+	if !r.To.valid() {
 		f.add("to", "must be a date YYYY-MM-DD")
 	}
-	if from.valid() && to.valid() {
-		switch days := int(to.midnight(time.UTC, 0).Sub(from.midnight(time.UTC, 0)).Hours()/24) + 1; {
+	if r.From.valid() && r.To.valid() {
+		switch days := int(r.To.midnight(time.UTC, 0).Sub(r.From.midnight(time.UTC, 0)).Hours()/24) + 1; {
 		case days < 1:
 			f.add("to", "must not be before from")
 		case days > MaxAvailabilityDays:
 			f.add("to", "must be at most %d days after from", MaxAvailabilityDays-1)
 		}
 	}
-	if minutes == 0 {
-		minutes = DefaultSlotMinutes
+	if r.Minutes == 0 {
+		r.Minutes = DefaultSlotMinutes
 	}
-	if d := time.Duration(minutes) * time.Minute; d < MinAppointment || d > MaxAppointment {
+	if d := time.Duration(r.Minutes) * time.Minute; d < MinAppointment || d > MaxAppointment {
 		f.add("duration", "must be between %d and %d minutes", int(MinAppointment.Minutes()), int(MaxAppointment.Minutes()))
 	}
 	if err := f.err(); err != nil {
 		return Availability{}, err
 	}
-	agent, err := sch.GetAgent(ctx, agentID)
+	agent, err := sch.GetAgent(ctx, r.AgentID)
 	if err != nil {
 		return Availability{}, err
 	}
@@ -104,12 +113,12 @@ func (s *Scheduling) Availability(ctx context.Context, agentID string, from, to 
 	if err != nil || agent.Timezone == "" {
 		loc = time.UTC
 	}
-	start, end := from.midnight(loc, 0), to.midnight(loc, 1)
+	start, end := r.From.midnight(loc, 0), r.To.midnight(loc, 1)
 	free, err := sch.FreePeriods(ctx, agent.ID, start, end)
 	if err != nil {
 		return Availability{}, err
 	}
-	return Availability{AgentID: agent.ID, Timezone: loc.String(), Slots: Slots(free, start, end, time.Duration(minutes)*time.Minute, loc)}, nil
+	return Availability{AgentID: agent.ID, Timezone: loc.String(), Slots: Slots(free, start, end, time.Duration(r.Minutes)*time.Minute, loc)}, nil
 }
 
 // Slots cuts free periods, clipped to [start, end), into slots of length d,

@@ -24,7 +24,7 @@ func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
 		{"2030-11-03", 50}, // fall back: a 25-hour day
 		{"2030-06-01", 48},
 	} {
-		a, err := s.Availability(caller("u"), "dr-ny", day(tt.day), day(tt.day), 30)
+		a, err := s.Availability(caller("u"), AvailabilityRequest{AgentID: "dr-ny", From: day(tt.day), To: day(tt.day), Minutes: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
 			t.Fatalf("%s: first slot %v", tt.day, first)
 		}
 	}
-	spring, _ := s.Availability(caller("u"), "dr-ny", day("2030-03-10"), day("2030-03-10"), 60)
+	spring, _ := s.Availability(caller("u"), AvailabilityRequest{AgentID: "dr-ny", From: day("2030-03-10"), To: day("2030-03-10"), Minutes: 60})
 	if got := spring.Slots[2].Start.Format(time.RFC3339); got != "2030-03-10T03:00:00-04:00" {
 		t.Fatalf("third hour of the spring-forward day starts %s", got)
 	}
@@ -44,11 +44,11 @@ func TestAvailability_FollowsTheAgentsTimezoneAcrossDST(t *testing.T) {
 	for _, bad := range [][3]string{{"2030-03-10", "2030-04-11", "30"}, {"2030-03-10", "2030-03-09", "30"}, {"10/03/2030", "2030-03-10", "30"}, {"2030-03-10", "2030-03-10", "2"}} {
 		var minutes int
 		fmt.Sscan(bad[2], &minutes)
-		if _, err := s.Availability(caller("u"), "dr-ny", day(bad[0]), day(bad[1]), minutes); !errors.Is(err, ErrInvalidAppointment) {
+		if _, err := s.Availability(caller("u"), AvailabilityRequest{AgentID: "dr-ny", From: day(bad[0]), To: day(bad[1]), Minutes: minutes}); !errors.Is(err, ErrInvalidAppointment) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
-	if _, err := s.Availability(caller("u"), "dr-x", day("2030-03-10"), day("2030-03-10"), 30); !errors.Is(err, ErrAgentNotFound) {
+	if _, err := s.Availability(caller("u"), AvailabilityRequest{AgentID: "dr-x", From: day("2030-03-10"), To: day("2030-03-10"), Minutes: 30}); !errors.Is(err, ErrAgentNotFound) {
 		t.Fatalf("unknown agent: %v", err)
 	}
 }

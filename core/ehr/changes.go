@@ -8,9 +8,10 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-// Cancel cancels appointment id; a cancelled one is a conflict.
-func (s *Scheduling) Cancel(ctx context.Context, id, reason string) (Appointment, error) {
-	c, err := s.mayChange(ctx, id)
+// Cancel cancels appointment id, acting for business; a cancelled one is a
+// conflict.
+func (s *Scheduling) Cancel(ctx context.Context, business, id, reason string) (Appointment, error) {
+	c, err := s.mayChange(ctx, business, id)
 	if err != nil {
 		return Appointment{}, err
 	}
@@ -60,29 +61,36 @@ func (s *Scheduling) changed(ctx context.Context, t core.EventType, in intent, a
 	return nil
 }
 
-// Reschedule moves appointment id, with the checks of a booking; a
+// RescheduleRequest moves an appointment.
+type RescheduleRequest struct {
+	Business   string // the acting business (Tenancy.Act; "" none)
+	ID         string // the appointment's
+	Start, End Instant
+}
+
+// Reschedule moves appointment r.ID, with the checks of a booking; a
 // cancelled one is a conflict. The new time is held while the EHR answers,
 // as a booking's is.
-func (s *Scheduling) Reschedule(ctx context.Context, id string, start, end Instant) (Appointment, error) {
-	c, err := s.mayChange(ctx, id)
+func (s *Scheduling) Reschedule(ctx context.Context, r RescheduleRequest) (Appointment, error) {
+	c, err := s.mayChange(ctx, r.Business, r.ID)
 	if err != nil {
 		return Appointment{}, err
 	}
 	sch := c.sch
 	var f fieldErrors
-	p := s.period(start, end, 0, &f)
+	p := s.period(r.Start, r.End, 0, &f)
 	if err := f.err(); err != nil {
 		return Appointment{}, err
 	}
-	a, err := sch.GetAppointment(ctx, id)
+	a, err := sch.GetAppointment(ctx, r.ID)
 	if err != nil {
 		return Appointment{}, err
 	}
 	if a.Status == StatusCancelled {
-		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", id)
+		return Appointment{}, ErrAlreadyCancelled.WithMessage("Appointment %s is cancelled and cannot be rescheduled", r.ID)
 	}
 	h := Hold{ID: core.NewUUID(), Kind: HoldMove, AgentID: a.AgentID, Start: p.Start, End: p.End, Subject: c.Subject,
-		Business: c.business, System: c.system, AppointmentID: id}
+		Business: c.business, System: c.system, AppointmentID: r.ID}
 	if err := s.holds.Take(ctx, h, holdLease); err != nil {
 		return Appointment{}, err
 	}
@@ -96,7 +104,7 @@ func (s *Scheduling) Reschedule(ctx context.Context, id string, start, end Insta
 	if err != nil {
 		return Appointment{}, err
 	}
-	moved, err := sch.RescheduleAppointment(call, id, p.Start, p.End)
+	moved, err := sch.RescheduleAppointment(call, r.ID, p.Start, p.End)
 	if err != nil {
 		s.withdraw(ctx, in)
 		return Appointment{}, err
@@ -104,13 +112,13 @@ func (s *Scheduling) Reschedule(ctx context.Context, id string, start, end Insta
 	return moved, s.changed(ctx, core.AppointmentRescheduled, in, moved, c)
 }
 
-// mayChange checks that the caller may cancel or reschedule appointment
-// id and returns the caller with the EHR the change goes to: staff any
+// mayChange checks that the caller, acting for business, may cancel or
+// reschedule appointment id and returns the caller with the EHR the change goes to: staff any
 // appointment of the integration EHR in force; a patient only one it
 // booked, in the EHR system its booking recorded (any other id, existing
 // or not, is not found for it, before an EHR is asked).
-func (s *Scheduling) mayChange(ctx context.Context, id string) (requester, error) {
-	c, err := s.access(ctx, core.PermUpdate)
+func (s *Scheduling) mayChange(ctx context.Context, business, id string) (requester, error) {
+	c, err := s.access(ctx, business, core.PermUpdate)
 	if err != nil || c.reach != reachOwn {
 		return c, err
 	}

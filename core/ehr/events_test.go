@@ -82,13 +82,13 @@ func TestAppointmentEvents_TellWhatTheEHRConfirmedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reschedule(caller("u"), b.Appointment.ID, at("2030-03-04T10:00:00-06:00"), at("2030-03-04T10:30:00-06:00")); err != nil {
+	if _, err := s.Reschedule(caller("u"), RescheduleRequest{ID: b.Appointment.ID, Start: at("2030-03-04T10:00:00-06:00"), End: at("2030-03-04T10:30:00-06:00")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, cancelReason); err != nil {
+	if _, err := s.Cancel(caller("u"), "", plain.Appointment.ID, cancelReason); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(caller("u"), plain.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) { // refused: no event
+	if _, err := s.Cancel(caller("u"), "", plain.Appointment.ID, ""); !errors.Is(err, ErrAlreadyCancelled) { // refused: no event
 		t.Fatal(err)
 	}
 
@@ -132,7 +132,7 @@ func TestAppointmentEvents_AnUnwrittenEventIsAnError(t *testing.T) {
 	}
 	down := errors.New("database down")
 	s.tx.(*memTx).emit = down
-	if _, err := s.Cancel(caller("u"), b.Appointment.ID, ""); !errors.Is(err, down) {
+	if _, err := s.Cancel(caller("u"), "", b.Appointment.ID, ""); !errors.Is(err, down) {
 		t.Fatalf("cancel whose event is not written: %v", err)
 	}
 }

@@ -278,11 +278,11 @@ func TestSearch_ALinkChangesTheNextAnswerEvenCached(t *testing.T) {
 	tenancy := NewTenancy(systems, practices{"u": {"biz-1"}})
 	search := func(recordType string) *SearchResult {
 		t.Helper()
-		ctx, _, err := tenancy.Act(clinician("u"), "biz-1", UseSearch)
+		id, err := tenancy.Act(clinician("u"), "biz-1", UseSearch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := s.Search(ctx, SearchRequest{Query: "family:Varnettsky", RecordType: recordType})
+		r, err := s.Search(clinician("u"), SearchRequest{Business: id, Query: "family:Varnettsky", RecordType: recordType})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,11 +315,11 @@ func TestSearch_UnreadableLinksRefuseTheSearch(t *testing.T) {
 	a := &recordEHR{name: "a", people: []Patient{pat("a1", "Varnettsky", "Quillon", "1971-03-14")}}
 	systems := FixedSystems{Searched: []System{a.system()}}
 	s := NewService(systems, memCache(), Config{CacheTTL: time.Minute, Links: brokenLinks{}})
-	ctx, _, err := NewTenancy(systems, practices{"u": {"biz-1"}}).Act(clinician("u"), "biz-1", UseSearch)
+	id, err := NewTenancy(systems, practices{"u": {"biz-1"}}).Act(clinician("u"), "biz-1", UseSearch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Search(ctx, SearchRequest{Query: "family:Varnettsky"})
+	_, err = s.Search(clinician("u"), SearchRequest{Business: id, Query: "family:Varnettsky"})
 	if !errors.Is(err, ErrLinksUnavailable) || core.KindOf(err) != core.KindUnavailable {
 		t.Fatalf("err %v", err)
 	}

@@ -23,6 +23,10 @@ const (
 // SearchRequest is a patient search, its values parsed by the caller
 // (httpapi reads the client's JSON); Search validates it.
 type SearchRequest struct {
+	// Business is the acting business (Tenancy.Act; "" none): its
+	// systems answer, its person links apply, and the caller's rate limit
+	// and cache entries are its.
+	Business   string
 	Query      string // the query grammar (ParseQuery)
 	SearchType string // "" means patient_record
 	Location   string

@@ -20,8 +20,8 @@ const (
 )
 
 // Scheduling holds the appointment and agent use cases over the
-// integration EHR of the acting business (Tenancy.Act; none in a
-// single-practice deployment: integration.ehr).
+// integration EHR of the acting business each request names (Tenancy.Act;
+// none in a single-practice deployment: integration.ehr).
 type Scheduling struct {
 	systems     Systems
 	holds       Holds
@@ -117,8 +117,9 @@ type requester struct {
 }
 
 // access checks the caller's scope for perm, counts a patient-context
-// call, and returns the caller with its reach, acting business and EHR.
-func (s *Scheduling) access(ctx context.Context, perm byte) (requester, error) {
+// call, and returns the caller with its reach, acting business (business)
+// and EHR.
+func (s *Scheduling) access(ctx context.Context, business string, perm byte) (requester, error) {
 	actor, ok := core.ActorFrom(ctx)
 	if !ok {
 		return requester{}, core.ErrUnauthenticated
@@ -127,7 +128,7 @@ func (s *Scheduling) access(ctx context.Context, perm byte) (requester, error) {
 	if err != nil {
 		return requester{}, err
 	}
-	c, err := s.scheduler(ctx)
+	c, err := s.scheduler(business)
 	if err != nil {
 		return requester{}, err
 	}
@@ -139,16 +140,15 @@ func (s *Scheduling) access(ctx context.Context, perm byte) (requester, error) {
 }
 
 // scheduler returns the acting business and its integration EHR.
-func (s *Scheduling) scheduler(ctx context.Context) (requester, error) {
-	biz, err := business(ctx, s.systems)
-	if err != nil {
+func (s *Scheduling) scheduler(business string) (requester, error) {
+	if err := checkActing(s.systems, business); err != nil {
 		return requester{}, err
 	}
-	name, sch := s.systems.Integration(biz)
+	name, sch := s.systems.Integration(business)
 	if sch == nil {
 		return requester{}, ErrNoSchedulingEHR
 	}
-	return requester{business: biz, system: name, sch: sch}, nil
+	return requester{business: business, system: name, sch: sch}, nil
 }
 
 // ehrOf returns the Scheduler of the EHR system a booking, a hold or an
@@ -186,11 +186,13 @@ func (f fieldErrors) err() error {
 	return ErrInvalidAppointment.WithMessage("Validation failed: %s", strings.Join(f, "; "))
 }
 
-func (s *Scheduling) authorized(ctx context.Context) (Scheduler, error) {
+// authorized returns the integration EHR of business for an authenticated
+// caller.
+func (s *Scheduling) authorized(ctx context.Context, business string) (Scheduler, error) {
 	if _, ok := core.ActorFrom(ctx); !ok {
 		return nil, core.ErrUnauthenticated
 	}
-	c, err := s.scheduler(ctx)
+	c, err := s.scheduler(business)
 	return c.sch, err
 }
 

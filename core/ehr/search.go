@@ -163,8 +163,8 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
-	biz, err := business(ctx, s.systems)
-	if err != nil {
+	biz := r.Business
+	if err := checkActing(s.systems, biz); err != nil {
 		return nil, err
 	}
 	// The caller's counters and cache entries are per acting business.

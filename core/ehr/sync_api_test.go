@@ -42,11 +42,11 @@ func TestSyncer_ChangesMadeThroughTheAPIAreNotPublishedTwice(t *testing.T) {
 	}
 	id := b.Appointment.ID
 	mirror(id, 1)
-	if _, err := s.Reschedule(caller("u"), id, at("2030-03-04T10:00:00-06:00"), at("2030-03-04T10:30:00-06:00")); err != nil {
+	if _, err := s.Reschedule(caller("u"), RescheduleRequest{ID: id, Start: at("2030-03-04T10:00:00-06:00"), End: at("2030-03-04T10:30:00-06:00")}); err != nil {
 		t.Fatal(err)
 	}
 	mirror(id, 2)
-	if _, err := s.Cancel(caller("u"), id, ""); err != nil {
+	if _, err := s.Cancel(caller("u"), "", id, ""); err != nil {
 		t.Fatal(err)
 	}
 	mirror(id, 3)
@@ -110,7 +110,7 @@ var apiChanges = []apiChange{
 		r.c.CancelAppointmentFunc = func(ctx context.Context, id, reason string) (Appointment, error) {
 			return during(cancel(ctx, id, reason))
 		}
-		_, err := r.s.Cancel(caller("u"), r.id, "")
+		_, err := r.s.Cancel(caller("u"), "", r.id, "")
 		return err
 	}},
 	{"move", `appointment.rescheduled appt-1 booked api ""`, func(r *apiRig, during func(Appointment, error) (Appointment, error)) error {
@@ -118,7 +118,7 @@ var apiChanges = []apiChange{
 		r.c.RescheduleAppointmentFunc = func(ctx context.Context, id string, start, end time.Time) (Appointment, error) {
 			return during(move(ctx, id, start, end))
 		}
-		_, err := r.s.Reschedule(caller("u"), r.id, at("2030-03-04T10:00:00-06:00"), at("2030-03-04T10:30:00-06:00"))
+		_, err := r.s.Reschedule(caller("u"), RescheduleRequest{ID: r.id, Start: at("2030-03-04T10:00:00-06:00"), End: at("2030-03-04T10:30:00-06:00")})
 		return err
 	}},
 }
@@ -311,8 +311,9 @@ func TestSyncer_OwnBookingThePollerSawFirstGetsItsBusiness(t *testing.T) {
 		}
 		return booked, err
 	}
-	ctx := context.WithValue(caller("u"), actingKey{}, "biz-1") // acting for biz-1
-	if _, err := s.Book(ctx, request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); err != nil {
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.Business = "biz-1" // acting for biz-1
+	if _, err := s.Book(caller("u"), r); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := s.tx.(*memTx).sync.state("test", "appt-1")

@@ -75,11 +75,13 @@ func TestBook_AnAgentsTimeIsHeldOncePerEHRSystemWhicheverBusinessBooks(t *testin
 	if err := s.holds.Take(context.Background(), h, time.Minute); err != nil { // practice A's booking, under way
 		t.Fatal(err)
 	}
-	ctx, _, err := NewTenancy(shared, practices{"owner-b": {b}}).Act(patientCaller("pat-b"), b, UseBook)
+	id, err := NewTenancy(shared, practices{"owner-b": {b}}).Act(patientCaller("pat-b"), b, UseBook)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Book(ctx, request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")); !errors.Is(err, ErrAgentBusy) {
+	r := request("2030-03-04T09:00:00-06:00", "2030-03-04T09:30:00-06:00")
+	r.Business = id
+	if _, err := s.Book(patientCaller("pat-b"), r); !errors.Is(err, ErrAgentBusy) {
 		t.Fatalf("practice B's booking of the same time: %v, want ErrAgentBusy", err)
 	}
 	if len(c.CreateAppointmentCalls()) != 0 {
@@ -115,10 +117,10 @@ func TestScheduling_BookingsFollowTheirEHRSystemAcrossAReload(t *testing.T) {
 	if err != nil || !again.Replayed || again.Appointment.Patient.LastName != "Lopez" {
 		t.Fatalf("the replay after the reload: %+v %v", again, err)
 	}
-	if _, err := s.Cancel(pat, first.Appointment.ID, ""); err != nil {
+	if _, err := s.Cancel(pat, "", first.Appointment.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reschedule(pat, second.Appointment.ID, at("2030-03-05T09:00:00-06:00"), at("2030-03-05T09:30:00-06:00")); err != nil {
+	if _, err := s.Reschedule(pat, RescheduleRequest{ID: second.Appointment.ID, Start: at("2030-03-05T09:00:00-06:00"), End: at("2030-03-05T09:30:00-06:00")}); err != nil {
 		t.Fatal(err)
 	}
 	if one.appts[first.Appointment.ID].Status != StatusCancelled || two.appts[first.Appointment.ID].Status != StatusBooked {
@@ -135,9 +137,9 @@ func TestScheduling_BookingsFollowTheirEHRSystemAcrossAReload(t *testing.T) {
 	for what, err := range map[string]error{
 		"listing": func() error { _, err := s.Appointments(pat, AppointmentFilter{}); return err }(),
 		"replay":  func() error { _, err := s.Book(pat, keyed); return err }(),
-		"cancel":  func() error { _, err := s.Cancel(pat, second.Appointment.ID, ""); return err }(),
+		"cancel":  func() error { _, err := s.Cancel(pat, "", second.Appointment.ID, ""); return err }(),
 		"move": func() error {
-			_, err := s.Reschedule(pat, second.Appointment.ID, at("2030-03-05T10:00:00-06:00"), at("2030-03-05T10:30:00-06:00"))
+			_, err := s.Reschedule(pat, RescheduleRequest{ID: second.Appointment.ID, Start: at("2030-03-05T10:00:00-06:00"), End: at("2030-03-05T10:30:00-06:00")})
 			return err
 		}(),
 	} {
@@ -209,7 +211,7 @@ func TestScheduling_ABookingOfNoSystemIsInItsBusinesssIntegrationEHR(t *testing.
 	if p, err := s.Appointments(pat, AppointmentFilter{}); err != nil || p.TotalCount != 1 {
 		t.Fatalf("listing: %+v %v", p, err)
 	}
-	if _, err := s.Cancel(pat, "old-1", ""); err != nil {
+	if _, err := s.Cancel(pat, "", "old-1", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.bookings.BookedBy(context.Background(), "pat", ""); len(got) != 1 || !got[0].Cancelled || got[0].System != "" {

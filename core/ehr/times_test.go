@@ -21,10 +21,10 @@ func TestSchedulingTimes_CallerFirstThenAllFieldProblems(t *testing.T) {
 	if _, err := s.Book(none, bad); !errors.Is(err, core.ErrInsufficientScope) {
 		t.Fatalf("book without the scope: %v", err)
 	}
-	if _, err := s.Reschedule(none, "appt-1", at("2030-03-04T10:00:00-06:00"), at("soon")); !errors.Is(err, core.ErrInsufficientScope) {
+	if _, err := s.Reschedule(none, RescheduleRequest{ID: "appt-1", Start: at("2030-03-04T10:00:00-06:00"), End: at("soon")}); !errors.Is(err, core.ErrInsufficientScope) {
 		t.Fatalf("reschedule without the scope: %v", err)
 	}
-	if _, err := s.Availability(context.Background(), "dr-1", day("2030-02-30"), Date{}, 30); !errors.Is(err, core.ErrUnauthenticated) {
+	if _, err := s.Availability(context.Background(), AvailabilityRequest{AgentID: "dr-1", From: day("2030-02-30"), To: Date{}, Minutes: 30}); !errors.Is(err, core.ErrUnauthenticated) {
 		t.Fatalf("availability without a caller: %v", err)
 	}
 
@@ -48,11 +48,14 @@ func TestSchedulingTimes_CallerFirstThenAllFieldProblems(t *testing.T) {
 			return err
 		}, "Validation failed: end and durationMinutes are exclusive; send one"},
 		{"reschedule", func() error {
-			_, err := s.Reschedule(caller("u"), "appt-1", Instant{}, at("2030-03-04T10:30:00-06:00"))
+			_, err := s.Reschedule(caller("u"), RescheduleRequest{ID: "appt-1", Start: Instant{}, End: at("2030-03-04T10:30:00-06:00")})
 			return err
 		},
 			"Validation failed: start must be an RFC 3339 time with an offset, such as 2030-01-02T09:00:00-06:00"},
-		{"availability", func() error { _, err := s.Availability(caller("u"), "dr-1", day("2030-02-30"), Date{}, 3); return err },
+		{"availability", func() error {
+			_, err := s.Availability(caller("u"), AvailabilityRequest{AgentID: "dr-1", From: day("2030-02-30"), To: Date{}, Minutes: 3})
+			return err
+		},
 			"Validation failed: from must be a date YYYY-MM-DD; to must be a date YYYY-MM-DD; duration must be between 5 and 480 minutes"},
 	} {
 		var ce *core.Error
