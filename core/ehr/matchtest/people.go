@@ -61,9 +61,22 @@ func (g *gen) negative(a, b *person, k Kind) {
 // people on their own.
 func (g *gen) makePeople(n int) {
 	groups := func(rate float64) int { return int(math.Round(rate * float64(n))) }
-	for range groups(g.c.Twins) {
+	g.makeTwins(n, groups(g.c.Twins))
+	g.makeJrSr(n, groups(g.c.JrSr))
+	g.makeHouseholds(n, groups(g.c.Households))
+	g.makeNamesakes(n, groups(g.c.Namesakes))
+	for len(g.people) < n {
+		g.add(g.newPerson(""))
+	}
+}
+
+// makeTwins makes up to pairs pairs of twins, as long as the population
+// stays within n people: one family, birth date and home, distinct given
+// names.
+func (g *gen) makeTwins(n, pairs int) {
+	for range pairs {
 		if len(g.people)+2 > n {
-			break
+			return
 		}
 		a := g.add(g.newPerson(""))
 		a.Married = ""
@@ -76,9 +89,15 @@ func (g *gen) makePeople(n int) {
 		b.email = g.email(b.Given, b.Family)
 		g.negative(a, g.add(b), Twins)
 	}
-	for range groups(g.c.JrSr) {
+}
+
+// makeJrSr makes up to pairs fathers and sons of the same names, Sr and
+// Jr, as long as the population stays within n people: one home, the son
+// born 20 to 40 years after his father.
+func (g *gen) makeJrSr(n, pairs int) {
+	for range pairs {
 		if len(g.people)+2 > n {
-			break
+			return
 		}
 		father := g.add(g.newPerson("male"))
 		father.Birth = g.birth(earliest, time.Date(1980, 12, 31, 0, 0, 0, 0, time.UTC))
@@ -96,38 +115,57 @@ func (g *gen) makePeople(n int) {
 		son.email = g.email(son.Given, son.Family)
 		g.negative(father, g.add(son), JrSr)
 	}
-	for range groups(g.c.Households) {
+}
+
+// makeHouseholds makes up to count households of 2 to 4 people, as long
+// as the population stays within n people: one family name and home,
+// distinct given names and birth years; every two members are a hard
+// negative.
+func (g *gen) makeHouseholds(n, count int) {
+	for range count {
 		size := 2 + g.r.IntN(3)
 		if len(g.people)+size > n {
-			break
+			return
 		}
 		head := g.add(g.newPerson(""))
 		head.Married = ""
 		members := []*person{head}
 		for len(members) < size {
-			m := g.newPerson("")
-			m.Married, m.Family = "", head.Family
-			taken := make([]string, 0, len(members))
-			births := make([]string, 0, len(members))
-			for _, o := range members {
-				taken, births = append(taken, o.Given), append(births, o.Birth)
-			}
-			m.Given = g.distinctGiven(m.Gender, taken...)
-			m.nicks = len(nicknames[m.Given]) > 0
-			for slices.ContainsFunc(births, func(b string) bool { return b[:4] == m.Birth[:4] }) {
-				m.Birth = g.birth(earliest, latest)
-			}
-			m.phone, m.oldPhone, m.addr, m.oldAddr = head.phone, head.oldPhone, head.addr, head.oldAddr
-			m.email = g.email(m.Given, m.Family)
-			for _, o := range members {
-				g.negative(o, m, Household)
-			}
-			members = append(members, g.add(m))
+			members = append(members, g.add(g.householdMember(head, members)))
 		}
 	}
-	for range groups(g.c.Namesakes) {
+}
+
+// householdMember makes one more member of head's household, a hard
+// negative of each of members.
+func (g *gen) householdMember(head *person, members []*person) *person {
+	m := g.newPerson("")
+	m.Married, m.Family = "", head.Family
+	taken := make([]string, 0, len(members))
+	births := make([]string, 0, len(members))
+	for _, o := range members {
+		taken, births = append(taken, o.Given), append(births, o.Birth)
+	}
+	m.Given = g.distinctGiven(m.Gender, taken...)
+	m.nicks = len(nicknames[m.Given]) > 0
+	for slices.ContainsFunc(births, func(b string) bool { return b[:4] == m.Birth[:4] }) {
+		m.Birth = g.birth(earliest, latest)
+	}
+	m.phone, m.oldPhone, m.addr, m.oldAddr = head.phone, head.oldPhone, head.addr, head.oldAddr
+	m.email = g.email(m.Given, m.Family)
+	for _, o := range members {
+		g.negative(o, m, Household)
+	}
+	return m
+}
+
+// makeNamesakes makes up to pairs pairs of namesakes, as long as the
+// population stays within n people: one given and family name and birth
+// date, different homes and e-mail addresses.
+func (g *gen) makeNamesakes(n, pairs int) {
+	for range pairs {
 		if len(g.people)+2 > n {
-			break
+			return
 		}
 		a := g.add(g.newPerson(""))
 		a.Married, a.Suffix = "", ""
@@ -139,9 +177,6 @@ func (g *gen) makePeople(n int) {
 			b.email = g.email(b.Given, b.Family)
 		}
 		g.negative(a, g.add(b), Namesake)
-	}
-	for len(g.people) < n {
-		g.add(g.newPerson(""))
 	}
 }
 

@@ -57,7 +57,30 @@ func Evaluate(pop Population, people []ehr.Person) Quality {
 // person of its own answer.
 func EvaluateAnswers(pop Population, answers [][]ehr.Person) Quality {
 	q := Quality{People: len(pop.People), Records: len(pop.Records), HardNegatives: map[Kind]HardCounts{}}
+	s := newScorer(pop, &q)
+	for _, people := range answers {
+		s.countUnknown(people)
+		s.countCertain(people)
+		s.countProbable(people)
+	}
+	q.CertainPrecision = ratio(q.Certain.True, q.Certain.Predicted)
+	q.CertainRecall = ratio(q.Certain.True, q.TruePairs)
+	q.AnyPrecision = ratio(q.Certain.True+q.Probable.True, q.Certain.Predicted+q.Probable.Predicted)
+	q.AnyRecall = ratio(q.Certain.True+q.Probable.True, q.TruePairs)
+	return q
+}
 
+// scorer counts the pairs of the people of answers into q against pop's
+// truth.
+type scorer struct {
+	pop  Population
+	kind map[[2]int]Kind // the kind of each hard negative, by its people (lower first)
+	q    *Quality
+}
+
+// newScorer counts what the population holds before any answer is seen:
+// its true pairs and the record pairs of its hard negatives.
+func newScorer(pop Population, q *Quality) scorer {
 	recordsOf := make([]int, len(pop.People))
 	for _, p := range pop.Truth {
 		recordsOf[p]++
@@ -72,77 +95,90 @@ func EvaluateAnswers(pop Population, answers [][]ehr.Person) Quality {
 		c.Pairs += recordsOf[h.A] * recordsOf[h.B]
 		q.HardNegatives[h.Kind] = c
 	}
+	return scorer{pop: pop, kind: kind, q: q}
+}
 
-	// truthOf returns the true people of refs: how many records of each.
-	truthOf := func(refs []ehr.SourceRef) map[int]int {
-		m := map[int]int{}
-		for _, r := range refs {
-			if p, ok := pop.Truth[r]; ok {
-				m[p]++
+// truthOf returns the true people of refs: how many records of each.
+func (s scorer) truthOf(refs []ehr.SourceRef) map[int]int {
+	m := map[int]int{}
+	for _, r := range refs {
+		if p, ok := s.pop.Truth[r]; ok {
+			m[p]++
+		}
+	}
+	return m
+}
+
+// hard returns the kind of hard negative that true people a and b are, if
+// they are one.
+func (s scorer) hard(a, b int) (Kind, bool) {
+	k, ok := s.kind[[2]int{min(a, b), max(a, b)}]
+	return k, ok
+}
+
+// countUnknown counts the records of people that the population does not
+// hold.
+func (s scorer) countUnknown(people []ehr.Person) {
+	for _, p := range people {
+		for _, r := range p.Sources {
+			if _, ok := s.pop.Truth[r]; !ok {
+				s.q.Unknown++
 			}
 		}
-		return m
 	}
-	hard := func(a, b int) (Kind, bool) {
-		k, ok := kind[[2]int{min(a, b), max(a, b)}]
-		return k, ok
-	}
+}
 
-	for _, people := range answers {
-		byID := map[string]int{}
-		for i, p := range people {
-			byID[p.ID] = i
-			for _, r := range p.Sources {
-				if _, ok := pop.Truth[r]; !ok {
-					q.Unknown++
+// countCertain counts the pairs inside each person of people: predicted,
+// true, and those of partners of a hard negative.
+func (s scorer) countCertain(people []ehr.Person) {
+	for _, p := range people {
+		n := len(p.Sources)
+		s.q.Certain.Predicted += n * (n - 1) / 2
+		t := s.truthOf(p.Sources)
+		for a, na := range t {
+			s.q.Certain.True += na * (na - 1) / 2
+			for b, nb := range t {
+				if k, ok := s.hard(a, b); ok && a < b {
+					c := s.q.HardNegatives[k]
+					c.Certain += na * nb
+					s.q.HardNegatives[k] = c
 				}
 			}
 		}
-		for _, p := range people {
-			n := len(p.Sources)
-			q.Certain.Predicted += n * (n - 1) / 2
-			t := truthOf(p.Sources)
-			for a, na := range t {
-				q.Certain.True += na * (na - 1) / 2
-				for b, nb := range t {
-					if k, ok := hard(a, b); ok && a < b {
-						c := q.HardNegatives[k]
-						c.Certain += na * nb
-						q.HardNegatives[k] = c
+	}
+}
+
+// countProbable counts the pairs between each person of people and its
+// possible matches, each pair of people once: predicted, true, and those
+// of partners of a hard negative.
+func (s scorer) countProbable(people []ehr.Person) {
+	byID := map[string]int{}
+	for i, p := range people {
+		byID[p.ID] = i
+	}
+	seen := map[[2]int]bool{}
+	for i, p := range people {
+		for _, pm := range p.PossibleMatches {
+			j, ok := byID[pm.PersonID]
+			if !ok || j == i || seen[[2]int{min(i, j), max(i, j)}] {
+				continue
+			}
+			seen[[2]int{min(i, j), max(i, j)}] = true
+			o := people[j]
+			s.q.Probable.Predicted += len(p.Sources) * len(o.Sources)
+			tp, to := s.truthOf(p.Sources), s.truthOf(o.Sources)
+			for a, na := range tp {
+				s.q.Probable.True += na * to[a]
+				for b, nb := range to {
+					if k, ok := s.hard(a, b); ok {
+						c := s.q.HardNegatives[k]
+						c.Probable += na * nb
+						s.q.HardNegatives[k] = c
 					}
 				}
 			}
 		}
-		seen := map[[2]int]bool{}
-		for i, p := range people {
-			for _, pm := range p.PossibleMatches {
-				j, ok := byID[pm.PersonID]
-				if !ok || j == i || seen[[2]int{min(i, j), max(i, j)}] {
-					continue
-				}
-				seen[[2]int{min(i, j), max(i, j)}] = true
-				o := people[j]
-				q.Probable.Predicted += len(p.Sources) * len(o.Sources)
-				tp, to := truthOf(p.Sources), truthOf(o.Sources)
-				for a, na := range tp {
-					q.Probable.True += na * to[a]
-					for b, nb := range to {
-						if k, ok := hard(a, b); ok {
-							c := q.HardNegatives[k]
-							c.Probable += na * nb
-							q.HardNegatives[k] = c
-						}
-					}
-				}
-			}
-		}
 	}
-
-	q.CertainPrecision = ratio(q.Certain.True, q.Certain.Predicted)
-	q.CertainRecall = ratio(q.Certain.True, q.TruePairs)
-	q.AnyPrecision = ratio(q.Certain.True+q.Probable.True, q.Certain.Predicted+q.Probable.Predicted)
-	q.AnyRecall = ratio(q.Certain.True+q.Probable.True, q.TruePairs)
-	return q
 }
 
 // ratio is a/b, 1 when b is 0 (no pair predicted: none wrong; no true

@@ -28,40 +28,62 @@ type facts struct {
 }
 
 // write makes one record of p; married, moved and movedPhone say whether it
-// carries p's new family name, old address and old phone.
+// carries p's new family name, old address and old phone. The parts draw
+// from the random source in the order they are called.
 func (g *gen) write(p *person, married, moved, movedPhone bool) (ehr.Patient, facts) {
-	c := g.c
 	f := facts{person: p.ID}
 	var rec ehr.Patient
+	g.writeGiven(&rec, &f, p)
+	g.writeFamily(&rec, &f, p, married)
+	g.writeBirth(&rec, &f, p)
+	if !g.chance(g.c.MissingGender) {
+		rec.Gender = p.Gender
+	}
+	g.writePhone(&rec, &f, p, movedPhone)
+	g.writeEmail(&rec, &f, p)
+	g.writeAddress(&rec, &f, p, moved)
+	g.writeSSN(&rec, &f, p)
+	rec.LastUpdated = asOf.Add(-time.Duration(g.r.IntN(5*365*24)) * time.Hour)
+	return rec, f
+}
 
-	// Given names.
-	if !g.chance(c.MissingGiven) {
-		given := p.Given
-		switch {
-		case p.nicks && g.chance(c.Nickname):
-			ns := nicknames[p.Given]
-			given = ns[g.r.IntN(len(ns))]
-		case g.chance(c.GivenTypo):
-			given, f.givenTypo = g.typo(given), true
-		}
-		f.given = given
-		rec.Name.Given = []string{g.noise(given)}
-		if p.Middle != "" {
-			switch u := g.r.Float64(); {
-			case u < 0.3:
-				rec.Name.Given = append(rec.Name.Given, g.noise(p.Middle))
-			case u < 0.4:
-				rec.Name.Given = append(rec.Name.Given, string([]rune(p.Middle)[:1])+".")
-			}
+// writeGiven writes p's given names, unless the record lacks them: the
+// first one possibly as a nickname or with a typo, the middle one in full,
+// as an initial or not at all.
+func (g *gen) writeGiven(rec *ehr.Patient, f *facts, p *person) {
+	if g.chance(g.c.MissingGiven) {
+		return
+	}
+	given := p.Given
+	switch {
+	case p.nicks && g.chance(g.c.Nickname):
+		ns := nicknames[p.Given]
+		given = ns[g.r.IntN(len(ns))]
+	case g.chance(g.c.GivenTypo):
+		given, f.givenTypo = g.typo(given), true
+	}
+	f.given = given
+	rec.Name.Given = []string{g.noise(given)}
+	if p.Middle != "" {
+		switch u := g.r.Float64(); {
+		case u < 0.3:
+			rec.Name.Given = append(rec.Name.Given, g.noise(p.Middle))
+		case u < 0.4:
+			rec.Name.Given = append(rec.Name.Given, string([]rune(p.Middle)[:1])+".")
 		}
 	}
+}
 
-	// Family name and suffix.
+// writeFamily writes p's family name (the married one if married), its
+// suffix in its own field, after the family name or not at all, and
+// sometimes the whole name as text; it follows writeGiven, whose names the
+// text repeats.
+func (g *gen) writeFamily(rec *ehr.Patient, f *facts, p *person, married bool) {
 	family := p.Family
 	if married {
 		family = p.Married
 	}
-	if g.chance(c.FamilyTypo) {
+	if g.chance(g.c.FamilyTypo) {
 		family, f.familyTypo = g.typo(family), true
 	}
 	f.family = family
@@ -85,71 +107,91 @@ func (g *gen) write(p *person, married, moved, movedPhone bool) (ehr.Patient, fa
 	if g.chance(0.5) {
 		rec.Name.Text = strings.TrimSpace(strings.Join(rec.Name.Given, " ") + " " + written)
 	}
+}
 
-	// Birth date.
-	if !g.chance(c.MissingBirthDate) {
-		birth := p.Birth
-		switch u := g.r.Float64(); {
-		case u < c.DateSwap:
-			birth = swapDayMonth(birth)
-		case u < c.DateSwap+c.DateDigit:
-			birth = g.wrongDigit(birth)
-		}
-		rec.BirthDate, f.birth = birth, birth
+// writeBirth writes p's birth date, unless the record lacks it, possibly
+// with day and month swapped or one digit wrong.
+func (g *gen) writeBirth(rec *ehr.Patient, f *facts, p *person) {
+	if g.chance(g.c.MissingBirthDate) {
+		return
 	}
-	if !g.chance(c.MissingGender) {
-		rec.Gender = p.Gender
+	birth := p.Birth
+	switch u := g.r.Float64(); {
+	case u < g.c.DateSwap:
+		birth = swapDayMonth(birth)
+	case u < g.c.DateSwap+g.c.DateDigit:
+		birth = g.wrongDigit(birth)
 	}
+	rec.BirthDate, f.birth = birth, birth
+}
 
-	// Contact details.
-	if !g.chance(c.MissingPhone) {
-		phone := p.phone
-		if movedPhone {
-			phone = p.oldPhone
-		}
-		f.phone = phone
-		rec.Telecom = append(rec.Telecom, ehr.ContactPoint{System: "phone", Value: g.formatPhone(phone), Use: []string{"home", "mobile", "work"}[g.r.IntN(3)]})
+// writePhone writes p's phone (the old one if movedPhone), unless the
+// record lacks it, in one of the formats and uses systems keep.
+func (g *gen) writePhone(rec *ehr.Patient, f *facts, p *person, movedPhone bool) {
+	if g.chance(g.c.MissingPhone) {
+		return
 	}
-	if !g.chance(c.MissingEmail) {
-		f.email = p.email
-		email := p.email
-		switch u := g.r.Float64(); {
-		case u < 0.05:
-			email = strings.ToUpper(email)
-		case u < 0.12:
-			email = strings.ToUpper(email[:1]) + email[1:]
-		}
-		ec := ehr.ContactPoint{System: "email", Value: email, Use: "home"}
-		if g.chance(0.3) {
-			rec.Telecom = append([]ehr.ContactPoint{ec}, rec.Telecom...)
-		} else {
-			rec.Telecom = append(rec.Telecom, ec)
-		}
+	phone := p.phone
+	if movedPhone {
+		phone = p.oldPhone
 	}
-	if !g.chance(c.MissingAddress) {
-		a := p.addr
-		if moved {
-			a = p.oldAddr
-		}
-		written, inline := g.formatAddress(a)
-		f.address = a.key()
-		if inline {
-			f.address += "|" + a.unit // the unit is part of the first line
-		}
-		rec.Address = []ehr.Address{written}
-	}
+	f.phone = phone
+	rec.Telecom = append(rec.Telecom, ehr.ContactPoint{System: "phone", Value: g.formatPhone(phone), Use: []string{"home", "mobile", "work"}[g.r.IntN(3)]})
+}
 
-	// Identifiers other than the system's own (added when it numbers the record).
-	if p.SSN != "" && g.chance(c.SSNInRecord) {
-		ssn := p.SSN
-		if g.chance(c.SSNTypo) {
-			ssn = g.wrongSSNDigit(ssn)
-		}
-		f.ssn = ssn
-		rec.Identifiers = append(rec.Identifiers, ehr.Identifier{System: SSNSystem, Value: ssn, Type: "SS"})
+// writeEmail writes p's e-mail address, unless the record lacks it, in
+// upper case or capitalised by some systems, before or after the phone.
+func (g *gen) writeEmail(rec *ehr.Patient, f *facts, p *person) {
+	if g.chance(g.c.MissingEmail) {
+		return
 	}
-	rec.LastUpdated = asOf.Add(-time.Duration(g.r.IntN(5*365*24)) * time.Hour)
-	return rec, f
+	f.email = p.email
+	email := p.email
+	switch u := g.r.Float64(); {
+	case u < 0.05:
+		email = strings.ToUpper(email)
+	case u < 0.12:
+		email = strings.ToUpper(email[:1]) + email[1:]
+	}
+	ec := ehr.ContactPoint{System: "email", Value: email, Use: "home"}
+	if g.chance(0.3) {
+		rec.Telecom = append([]ehr.ContactPoint{ec}, rec.Telecom...)
+	} else {
+		rec.Telecom = append(rec.Telecom, ec)
+	}
+}
+
+// writeAddress writes p's address (the old one if moved), unless the
+// record lacks it; the facts keep the unit when it went into the first line.
+func (g *gen) writeAddress(rec *ehr.Patient, f *facts, p *person, moved bool) {
+	if g.chance(g.c.MissingAddress) {
+		return
+	}
+	a := p.addr
+	if moved {
+		a = p.oldAddr
+	}
+	written, inline := g.formatAddress(a)
+	f.address = a.key()
+	if inline {
+		f.address += "|" + a.unit // the unit is part of the first line
+	}
+	rec.Address = []ehr.Address{written}
+}
+
+// writeSSN writes p's social security number, if p has one and the record
+// carries it, possibly with a wrong digit: the one identifier other than
+// the system's own (added when it numbers the record).
+func (g *gen) writeSSN(rec *ehr.Patient, f *facts, p *person) {
+	if p.SSN == "" || !g.chance(g.c.SSNInRecord) {
+		return
+	}
+	ssn := p.SSN
+	if g.chance(g.c.SSNTypo) {
+		ssn = g.wrongSSNDigit(ssn)
+	}
+	f.ssn = ssn
+	rec.Identifiers = append(rec.Identifiers, ehr.Identifier{System: SSNSystem, Value: ssn, Type: "SS"})
 }
 
 // typo makes one typing error in one of s's letters: a substitution, an
