@@ -32,75 +32,127 @@ type events struct {
 // How often each instance purges delivered events past their retention.
 const eventPurgeEvery = time.Hour
 
+// newEvents builds the outbox's delivery on db: the metrics, the webhook
+// dispatcher on its own queue, the manager of subscriptions and, with
+// EVENTS_NATS_URL, the NATS relay.
 func newEvents(ctx context.Context, cfg Config, keys Keys, db *postgres.Store, log *slog.Logger, reg *prometheus.Registry) (*events, error) {
 	e := &events{db: db, log: log}
 	sealer, err := keys.WebhookSealer()
 	if err != nil {
 		return nil, err
 	}
-	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_webhook_attempts_total",
-		Help: "Webhook delivery attempts by outcome: delivered, retry (failed, to be retried) or failed (given up)."}, []string{"outcome"})
-	lag := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "carebridge_webhook_delivery_seconds",
-		Help:    "From an event's commit to its receiver's 2xx.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 300, 3600, 86400}})
-	published := prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_events_published_total",
-		Help: "Events published to NATS JetStream."})
-	e.purged = prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_events_purged_total",
-		Help: "Events removed from the outbox after their retention."})
-	disabled := prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_webhook_subscriptions_disabled_total",
-		Help: "Webhook subscriptions disabled because every delivery failed for 24 hours."})
-	reg.MustRegister(deliveries, lag, published, e.purged, disabled)
+	m := newEventMetrics(reg)
+	e.purged = m.purged
 
 	dcfg := cfg.Events
-	dcfg.OnSettle = func(d event.Delivery, o event.Outcome) {
-		switch o.State {
-		case event.Delivered:
-			deliveries.WithLabelValues("delivered").Inc()
-			lag.Observe(time.Since(d.OccurredAt).Seconds())
-		case event.Pending:
-			deliveries.WithLabelValues("retry").Inc()
-			log.Debug("webhook attempt failed", "subscription", d.Subscription, "event", d.EventID,
-				"attempt", d.Attempt, "status", o.Result.Status, "error", o.Result.Err, "next_at", o.NextAt)
-		case event.Failed:
-			deliveries.WithLabelValues("failed").Inc()
-			log.Warn("webhook delivery failed for good", "subscription", d.Subscription, "event", d.EventID,
-				"attempts", d.Attempt, "status", o.Result.Status, "error", o.Result.Err)
-		}
-	}
+	dcfg.OnSettle = m.settled(log)
 	dcfg.OnError = func(op string, err error) { log.Warn(op, "error", err.Error()) }
 	queue, err := db.DeliveryQueue()
 	if err != nil {
 		return nil, err
 	}
 	e.queue = queue
-	queue.OnDisabled = func(ids []string) {
-		disabled.Add(float64(len(ids)))
-		log.Warn("webhook subscriptions disabled: every delivery failed for 24 hours", "subscriptions", ids)
-	}
-	var resolver event.Resolver = net.DefaultResolver
-	if cfg.WebhookResolver != nil {
-		resolver = cfg.WebhookResolver
-	}
+	queue.OnDisabled = m.subscriptionsDisabled(log)
+	resolver := webhookResolver(cfg)
 	e.manager = event.NewManager(db.Webhooks(), webhook.Secrets{Sealer: sealer}, db.Members(),
 		event.URLPolicy{AllowPrivate: cfg.WebhookAllowPrivate, Resolver: resolver})
-	var sender event.Sender = webhook.New(sealer, dcfg.Timeout,
+	e.dispatcher = event.NewDispatcher(queue, webhookSender(cfg, sealer, dcfg.Timeout, resolver), dcfg)
+
+	if cfg.EventsNATSURL != "" {
+		if err := e.connectRelay(ctx, cfg, dcfg, m.published); err != nil {
+			queue.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// eventMetrics are what webhook delivery, the relay and the purge count.
+type eventMetrics struct {
+	deliveries                  *prometheus.CounterVec
+	lag                         prometheus.Histogram
+	published, purged, disabled prometheus.Counter
+}
+
+// newEventMetrics registers the metrics of the outbox's delivery on reg.
+func newEventMetrics(reg *prometheus.Registry) eventMetrics {
+	m := eventMetrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "carebridge_webhook_attempts_total",
+			Help: "Webhook delivery attempts by outcome: delivered, retry (failed, to be retried) or failed (given up)."}, []string{"outcome"}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "carebridge_webhook_delivery_seconds",
+			Help:    "From an event's commit to its receiver's 2xx.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 300, 3600, 86400}}),
+		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_events_published_total",
+			Help: "Events published to NATS JetStream."}),
+		purged: prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_events_purged_total",
+			Help: "Events removed from the outbox after their retention."}),
+		disabled: prometheus.NewCounter(prometheus.CounterOpts{Name: "carebridge_webhook_subscriptions_disabled_total",
+			Help: "Webhook subscriptions disabled because every delivery failed for 24 hours."}),
+	}
+	reg.MustRegister(m.deliveries, m.lag, m.published, m.purged, m.disabled)
+	return m
+}
+
+// settled is the dispatcher's OnSettle: it counts each attempt by its
+// outcome, times the delivered ones and logs the failed ones.
+func (m eventMetrics) settled(log *slog.Logger) func(event.Delivery, event.Outcome) {
+	return func(d event.Delivery, o event.Outcome) {
+		switch o.State {
+		case event.Delivered:
+			m.deliveries.WithLabelValues("delivered").Inc()
+			m.lag.Observe(time.Since(d.OccurredAt).Seconds())
+		case event.Pending:
+			m.deliveries.WithLabelValues("retry").Inc()
+			log.Debug("webhook attempt failed", "subscription", d.Subscription, "event", d.EventID,
+				"attempt", d.Attempt, "status", o.Result.Status, "error", o.Result.Err, "next_at", o.NextAt)
+		case event.Failed:
+			m.deliveries.WithLabelValues("failed").Inc()
+			log.Warn("webhook delivery failed for good", "subscription", d.Subscription, "event", d.EventID,
+				"attempts", d.Attempt, "status", o.Result.Status, "error", o.Result.Err)
+		}
+	}
+}
+
+// subscriptionsDisabled is the queue's OnDisabled: it counts and logs the
+// subscriptions it disabled.
+func (m eventMetrics) subscriptionsDisabled(log *slog.Logger) func(ids []string) {
+	return func(ids []string) {
+		m.disabled.Add(float64(len(ids)))
+		log.Warn("webhook subscriptions disabled: every delivery failed for 24 hours", "subscriptions", ids)
+	}
+}
+
+// webhookResolver is the resolver that checks webhook hosts: the system's,
+// unless cfg sets one (tests do).
+func webhookResolver(cfg Config) event.Resolver {
+	if cfg.WebhookResolver != nil {
+		return cfg.WebhookResolver
+	}
+	return net.DefaultResolver
+}
+
+// webhookSender signs and posts webhooks, within timeout, to the hosts
+// resolver finds; traced when tracing is on.
+func webhookSender(cfg Config, sealer *webhook.Sealer, timeout time.Duration, resolver event.Resolver) event.Sender {
+	var sender event.Sender = webhook.New(sealer, timeout,
 		webhook.AllowPrivate(cfg.WebhookAllowPrivate), webhook.WithResolver(resolver))
 	if t := tracerOf(cfg.Tracing.Provider); t != nil {
 		sender = tracedSender{Sender: sender, tracer: t}
 	}
-	e.dispatcher = event.NewDispatcher(queue, sender, dcfg)
+	return sender
+}
 
-	if cfg.EventsNATSURL != "" {
-		p, err := nats.New(ctx, cfg.EventsNATSURL, log.With("component", "nats"), nats.WithTracer(cfg.Tracing.Provider))
-		if err != nil {
-			queue.Close()
-			return nil, fmt.Errorf("EVENTS_NATS_URL: %w", err)
-		}
-		e.nats = p
-		e.relay = event.NewRelay(queue, p, dcfg.Poll, dcfg.OnError)
-		e.relay.OnPublished = func(n int) { published.Add(float64(n)) }
+// connectRelay connects to NATS at EVENTS_NATS_URL and builds the relay
+// that publishes the outbox there, counting what it published.
+func (e *events) connectRelay(ctx context.Context, cfg Config, dcfg event.Config, published prometheus.Counter) error {
+	p, err := nats.New(ctx, cfg.EventsNATSURL, e.log.With("component", "nats"), nats.WithTracer(cfg.Tracing.Provider))
+	if err != nil {
+		return fmt.Errorf("EVENTS_NATS_URL: %w", err)
 	}
-	return e, nil
+	e.nats = p
+	e.relay = event.NewRelay(e.queue, p, dcfg.Poll, dcfg.OnError)
+	e.relay.OnPublished = func(n int) { published.Add(float64(n)) }
+	return nil
 }
 
 // loops are the parts that deliver, each until its ctx is done: the

@@ -50,45 +50,31 @@ func main() {
 	}
 }
 
+// run is the command: front-desk, or the demo until ctx is done.
 func run(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "front-desk" {
 		return frontDesk(ctx, args[1:])
 	}
-	fs := flag.NewFlagSet("carebridge-demo", flag.ContinueOnError)
-	dir := fs.String("dir", "data/demo", "where to write the EHR systems file, demo.env and demo.pid")
-	medplum := fs.String("medplum", "", "install directory of scripts/install-medplum.sh (empty: no FHIR demo)")
-	var p demoehr.Practices
-	fs.StringVar(&p.FHIR, "fhir-business", "", "the practice (business UUID) the FHIR server serves (with --bot-business)")
-	fs.StringVar(&p.Bot, "bot-business", "", "the practice (business UUID) the bot serves (with --fhir-business)")
-	if err := fs.Parse(args); err != nil {
+	dir, medplum, p, err := parseFlags(args)
+	if err != nil {
 		return err
-	}
-	if (p.FHIR == "") != (p.Bot == "") {
-		return errors.New("--fhir-business and --bot-business go together")
 	}
 	key, err := keyring.ParseKey(os.Getenv("EHR_CREDENTIALS_KEY"))
 	if err != nil {
 		return fmt.Errorf("EHR_CREDENTIALS_KEY: %w", err)
 	}
-	abs, err := filepath.Abs(*dir)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return err
-	}
 	envFile, pidFile := filepath.Join(abs, "demo.env"), filepath.Join(abs, "demo.pid")
-	// A stale demo.env would tell the waiting scripts the demo is up.
-	if err := os.Remove(envFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.WriteFile(pidFile, []byte(fmt.Sprintln(os.Getpid())), 0o600); err != nil {
+	if err := prepareDir(abs, envFile, pidFile); err != nil {
 		return err
 	}
 	defer os.Remove(pidFile)
 	defer os.Remove(envFile)
 
-	d, err := demoehr.Start(ctx, demoehr.Config{Dir: abs, Medplum: *medplum, Key: key, Practices: p})
+	d, err := demoehr.Start(ctx, demoehr.Config{Dir: abs, Medplum: medplum, Key: key, Practices: p})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted while starting: a normal stop
@@ -96,6 +82,51 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer d.Close()
+	// Written through a temporary file: `make run` waits for it to appear
+	// and must never read half of it.
+	if err := os.WriteFile(envFile+".tmp", []byte(demoEnv(d)), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(envFile+".tmp", envFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "carebridge-demo: %s; EHR systems file %s\n", d.Summary(), d.File)
+	<-ctx.Done()
+	return nil
+}
+
+// parseFlags reads the demo's flags: its directory, Medplum's and the
+// practices the two systems serve (both or neither).
+func parseFlags(args []string) (dir, medplum string, p demoehr.Practices, err error) {
+	fs := flag.NewFlagSet("carebridge-demo", flag.ContinueOnError)
+	fs.StringVar(&dir, "dir", "data/demo", "where to write the EHR systems file, demo.env and demo.pid")
+	fs.StringVar(&medplum, "medplum", "", "install directory of scripts/install-medplum.sh (empty: no FHIR demo)")
+	fs.StringVar(&p.FHIR, "fhir-business", "", "the practice (business UUID) the FHIR server serves (with --bot-business)")
+	fs.StringVar(&p.Bot, "bot-business", "", "the practice (business UUID) the bot serves (with --fhir-business)")
+	if err := fs.Parse(args); err != nil {
+		return "", "", p, err
+	}
+	if (p.FHIR == "") != (p.Bot == "") {
+		return "", "", p, errors.New("--fhir-business and --bot-business go together")
+	}
+	return dir, medplum, p, nil
+}
+
+// prepareDir makes dir, removes a demo.env left from an earlier run and
+// writes this process's id into demo.pid.
+func prepareDir(dir, envFile, pidFile string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	// A stale demo.env would tell the waiting scripts the demo is up.
+	if err := os.Remove(envFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(pidFile, []byte(fmt.Sprintln(os.Getpid())), 0o600)
+}
+
+// demoEnv is the content of demo.env: the variables `make run` reads.
+func demoEnv(d *demoehr.Demo) string {
 	name, zone := d.Agent()
 	env := fmt.Sprintf("EHR_CONFIG=%s\nDEMO_INTEGRATION=%s\nDEMO_AGENT_ID=%s\nDEMO_AGENT_NAME=%q\nDEMO_AGENT_TZ=%s\nDEMO_FAMILY=%s\nDEMO_GIVEN=%s\nDEMO_SYNC_INTERVAL=%s\n",
 		d.File, d.Integration, d.AgentID, name, zone, d.BothFamily, d.BothGiven, demoehr.SyncInterval)
@@ -107,17 +138,7 @@ func run(ctx context.Context, args []string) error {
 	for i, r := range d.Probable {
 		env += fmt.Sprintf("DEMO_LINK_SOURCE_%d=%s\nDEMO_LINK_PATIENT_%d=%s\n", i+1, r.Source, i+1, r.PatientID)
 	}
-	// Written through a temporary file: `make run` waits for it to appear
-	// and must never read half of it.
-	if err := os.WriteFile(envFile+".tmp", []byte(env), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(envFile+".tmp", envFile); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "carebridge-demo: %s; EHR systems file %s\n", d.Summary(), d.File)
-	<-ctx.Done()
-	return nil
+	return env
 }
 
 // frontDesk is `carebridge-demo front-desk`: one change made directly in
