@@ -370,26 +370,11 @@ func Parse(adapters []AdapterRules, data []byte, credentialsKey []byte, getenv f
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("EHR systems file is larger than %d bytes", MaxFileSize)
 	}
-	var raw rawFile
 	v := validator{secrets: &secretResolver{key: credentialsKey, getenv: getenv}, adapters: adapters}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("EHR systems file is empty")
-		}
-		// After a type error (an unknown key, a string for a number)
-		// the rest of the file is decoded: validate it too.
-		if _, ok := errors.AsType[*yaml.TypeError](err); !ok {
-			return nil, fmt.Errorf("EHR systems file: %s", yamlError(err))
-		}
-		v.errs = append(v.errs, fmt.Errorf("EHR systems file: %s", yamlError(err)))
+	raw, err := v.decode(data)
+	if err != nil {
+		return nil, err
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, errors.New("EHR systems file: more than one YAML document")
-	}
-
 	if len(credentialsKey) != 0 && len(credentialsKey) != KeySize {
 		v.add("EHR_CREDENTIALS_KEY", "must be %d bytes, got %d", KeySize, len(credentialsKey))
 	}
@@ -397,20 +382,8 @@ func Parse(adapters []AdapterRules, data []byte, credentialsKey []byte, getenv f
 	if len(raw.Systems) == 0 {
 		v.add("ehr_systems", "at least one system is required")
 	}
-	seen := map[string]int{}
-	syncSet := make([]bool, len(raw.Systems))
-	for i, rs := range raw.Systems {
-		s := v.system(i, rs)
-		syncSet[i] = rs.Sync != nil && rs.Sync.Interval != nil
-		if s.Name != "" {
-			if j, dup := seen[s.Name]; dup {
-				v.add(fmt.Sprintf("ehr_systems[%d] %s: name", i, s.Name), "duplicates ehr_systems[%d]", j)
-			} else {
-				seen[s.Name] = i
-			}
-		}
-		cfg.Systems = append(cfg.Systems, s)
-	}
+	var seen map[string]int
+	cfg.Systems, seen = v.systems(raw.Systems)
 	if raw.Integration != nil && raw.Integration.EHR != "" {
 		if _, ok := seen[raw.Integration.EHR]; !ok {
 			v.add("integration.ehr", "names no system in ehr_systems")
@@ -423,12 +396,60 @@ func Parse(adapters []AdapterRules, data []byte, credentialsKey []byte, getenv f
 	if err := errors.Join(v.errs...); err != nil {
 		return nil, err
 	}
-	for i := range cfg.Systems {
-		if !syncSet[i] && cfg.isIntegration(cfg.Systems[i].Name) {
+	cfg.defaultSync(raw.Systems)
+	return cfg, nil
+}
+
+// decode decodes the one YAML document of data. A type error (an unknown
+// key, a string for a number) goes among v's errors, and the rest of the
+// file, decoded all the same, is validated too; any other fault ends the
+// parse.
+func (v *validator) decode(data []byte) (rawFile, error) {
+	var raw rawFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) {
+			return raw, errors.New("EHR systems file is empty")
+		}
+		if _, ok := errors.AsType[*yaml.TypeError](err); !ok {
+			return raw, fmt.Errorf("EHR systems file: %s", yamlError(err))
+		}
+		v.errs = append(v.errs, fmt.Errorf("EHR systems file: %s", yamlError(err)))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return raw, errors.New("EHR systems file: more than one YAML document")
+	}
+	return raw, nil
+}
+
+// systems validates each system of raw, and that no two share a name;
+// seen is the index of each name.
+func (v *validator) systems(raw []rawSystem) (systems []System, seen map[string]int) {
+	seen = map[string]int{}
+	for i, rs := range raw {
+		s := v.system(i, rs)
+		if s.Name != "" {
+			if j, dup := seen[s.Name]; dup {
+				v.add(fmt.Sprintf("ehr_systems[%d] %s: name", i, s.Name), "duplicates ehr_systems[%d]", j)
+			} else {
+				seen[s.Name] = i
+			}
+		}
+		systems = append(systems, s)
+	}
+	return systems, seen
+}
+
+// defaultSync gives the integration EHRs whose entry in raw sets no sync
+// interval the default one.
+func (cfg *Config) defaultSync(raw []rawSystem) {
+	for i, rs := range raw {
+		if (rs.Sync == nil || rs.Sync.Interval == nil) && cfg.isIntegration(cfg.Systems[i].Name) {
 			cfg.Systems[i].SyncInterval = DefaultSyncInterval
 		}
 	}
-	return cfg, nil
 }
 
 // yamlValue matches the quoted value yaml.v3 puts in its type errors
