@@ -164,28 +164,8 @@ func readUploadForm(form *multipart.Reader) (storage.UploadInput, error) {
 		if err != nil {
 			return in, err
 		}
-		switch name {
-		case "originalFilename":
-			in.OriginalFilename = value
-		case "contentType":
-			in.ContentType = value
-		case "fileSize":
-			size = value
-		case "isEncrypted":
-			if in.Encrypted, err = parseBool(value); err != nil {
-				return in, err
-			}
-		case "businessLocationId":
-			if _, ok := core.ParseID(value); !ok && value != "" {
-				return in, storage.ErrInvalidLocationID
-			}
-			in.BusinessLocationID = value
-		case "practiceId":
-			in.PracticeID = value
-		case "containerName":
-			in.Container = value
-		default:
-			return in, errUnknownPart.WithMessage("Unknown form field %q", name)
+		if err := setUploadField(&in, &size, name, value); err != nil {
+			return in, err
 		}
 	}
 	if in.Body == nil {
@@ -197,6 +177,33 @@ func readUploadForm(form *multipart.Reader) (storage.UploadInput, error) {
 	}
 	in.FileSize = n
 	return in, nil
+}
+
+// setUploadField sets the metadata part name of in to value; fileSize goes to
+// size, parsed once the whole form is read.
+func setUploadField(in *storage.UploadInput, size *string, name, value string) (err error) {
+	switch name {
+	case "originalFilename":
+		in.OriginalFilename = value
+	case "contentType":
+		in.ContentType = value
+	case "fileSize":
+		*size = value
+	case "isEncrypted":
+		in.Encrypted, err = parseBool(value)
+	case "businessLocationId":
+		if _, ok := core.ParseID(value); !ok && value != "" {
+			return storage.ErrInvalidLocationID
+		}
+		in.BusinessLocationID = value
+	case "practiceId":
+		in.PracticeID = value
+	case "containerName":
+		in.Container = value
+	default:
+		return errUnknownPart.WithMessage("Unknown form field %q", name)
+	}
+	return err
 }
 
 // missingMetadata names the required parts not yet read.

@@ -129,6 +129,12 @@ func New(cfg Config) *Server {
 		s.tracer = cfg.Tracer.Tracer(tracerName)
 	}
 
+	s.handler = s.observe(s.cors(s.routes(cfg.Registry)))
+	return s
+}
+
+// routes is the router of every route; reg is what /metrics serves.
+func (s *Server) routes(reg *prometheus.Registry) *mux.Router {
 	r := mux.NewRouter()
 	r.Use(routeName)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
@@ -139,7 +145,7 @@ func New(cfg Config) *Server {
 	s.businessRoutes(r)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
-	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 	s.apiDocRoutes(r)
 	s.docsRoutes(r)
 
@@ -147,7 +153,12 @@ func New(cfg Config) *Server {
 	s.schedulingRoutes(r)
 	s.linkRoutes(r)
 	s.webhookRoutes(r)
+	s.blobRoutes(r)
+	return r
+}
 
+// blobRoutes are /cloud-blob: every request audited, no answer cached.
+func (s *Server) blobRoutes(r *mux.Router) {
 	blob := func(action audit.Action, h http.HandlerFunc) http.Handler {
 		return noStore(s.audited(action, "blob", h))
 	}
@@ -155,9 +166,6 @@ func New(cfg Config) *Server {
 	r.Handle("/cloud-blob/download/{id}", blob(audit.BlobDownload, s.download)).Methods(http.MethodGet)
 	r.Handle("/cloud-blob/metadata/{id}", blob(audit.BlobMetadata, s.metadata)).Methods(http.MethodGet)
 	r.Handle("/cloud-blob/{id}", blob(audit.BlobDelete, s.deleteBlob)).Methods(http.MethodDelete)
-
-	s.handler = s.observe(s.cors(r))
-	return s
 }
 
 // ServeHTTP serves one request.
