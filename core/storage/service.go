@@ -91,11 +91,7 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 	}
 
 	body := bufio.NewReaderSize(in.Body, segcrypt.SegmentSize)
-	head, err := body.Peek(SniffLen)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		return Blob{}, bodyError(err)
-	}
-	if _, err := DetectType(in.OriginalFilename, in.ContentType, head); err != nil {
+	if err := sniffType(in, body); err != nil {
 		return Blob{}, err
 	}
 
@@ -129,17 +125,32 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (Blob, error) {
 		return Blob{}, err
 	}
 	b.SHA256 = hex.EncodeToString(digest.Sum(nil))
-	err = s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
-		if err := r.Blobs.Insert(ctx, &b); err != nil {
-			return err
-		}
-		return r.Outbox.Emit(ctx, blobEvent(core.BlobUploaded, b))
-	})
-	if err != nil {
+	if err := s.insert(ctx, &b); err != nil {
 		s.removeObject(ctx, b)
 		return Blob{}, fmt.Errorf("insert blob entry: %w", err)
 	}
 	return b, nil
+}
+
+// sniffType checks that the first bytes of body, which stay to be read,
+// are of the type in declares.
+func sniffType(in UploadInput, body *bufio.Reader) error {
+	head, err := body.Peek(SniffLen)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return bodyError(err)
+	}
+	_, err = DetectType(in.OriginalFilename, in.ContentType, head)
+	return err
+}
+
+// insert records b's entry and commits its uploaded event with it.
+func (s *Service) insert(ctx context.Context, b *Blob) error {
+	return s.tx.WithinTx(ctx, func(ctx context.Context, r Repos) error {
+		if err := r.Blobs.Insert(ctx, b); err != nil {
+			return err
+		}
+		return r.Outbox.Emit(ctx, blobEvent(core.BlobUploaded, *b))
+	})
 }
 
 // checkUpload validates everything that can be judged before reading the
