@@ -38,7 +38,7 @@ func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cac
 	a.personLinks = ehr.NewLinks(a.ehrs, a.links)
 	search := ehr.NewService(a.ehrs, cache, ehr.Config{CacheTTL: cfg.SearchCacheTTL, RateLimit: cfg.SearchRateLimit, Links: a.links, KeyKey: keys.searchKeyKey()})
 	a.scheduling = ehr.NewScheduling(a.ehrs, a.db.Holds(), a.db.Idempotency(), a.db.Bookings(), cache, a.db.EHRTx(),
-		ehr.SchedulingConfig{FingerprintKeys: keys.fingerprintKeys(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
+		ehr.SchedulingConfig{FingerprintKeys: keys.fingerprintKeys(), KeyKey: keys.searchKeyKey(), RateLimit: cfg.SearchRateLimit, SettleAfter: cfg.ReconcileSettle})
 	a.reconcileEvery = cfg.ReconcileEvery
 	return search, nil
 }

@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,6 +32,9 @@ func (s *server) trickle(token string, tick time.Duration, stop <-chan struct{})
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
+		var once sync.Once
+		start := func() { once.Do(func() { close(tr.started) }) }
+		defer start() // a body cut short (an early answer) starts the test too, which then sees the answer
 		for _, f := range [][2]string{{"originalFilename", "slow.txt"}, {"contentType", "text/plain"}, {"fileSize", fmt.Sprint(head + 1<<20)}} {
 			mw.WriteField(f[0], f[1])
 		}
@@ -40,7 +44,7 @@ func (s *server) trickle(token string, tick time.Duration, stop <-chan struct{})
 		}
 		for i := 0; ; i++ {
 			if i == 2 {
-				close(tr.started)
+				start()
 			}
 			select {
 			case <-stop:
@@ -107,10 +111,13 @@ func TestIntegrationScan_SlowUploadsDoNotStopOtherUploads(t *testing.T) {
 		slow = 12
 		tick = 100 * time.Millisecond // the 2 s, scaled down
 		// patience is how long the trickles go on waiting for the small
-		// upload's answer. Passing takes far less; it only bounds a
-		// failing run (the build before the fix waited for a trickle to
-		// end before it scanned the small upload).
-		patience = 8 * time.Second
+		// upload's answer: not a latency target (passing takes far less,
+		// and the test asserts an order, not a time), only a bound on a
+		// failing run, which would otherwise wait for ever (the build
+		// before the fix waited for a trickle to end before it scanned
+		// the small upload). It is generous so that a slow machine under
+		// -race never fails a correct build.
+		patience = time.Minute
 	)
 	w := newWorld(t)
 	_, scan := scanning(t)
@@ -141,6 +148,11 @@ func TestIntegrationScan_SlowUploadsDoNotStopOtherUploads(t *testing.T) {
 	}
 	for _, tr := range trickles {
 		<-tr.started
+		select {
+		case status := <-tr.answered:
+			t.Fatalf("a trickling upload was answered before it had sent its bytes: %d", status)
+		default:
+		}
 	}
 
 	answer := s.timedUpload(w.token("bob"), small)

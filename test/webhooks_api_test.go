@@ -320,7 +320,7 @@ func TestIntegrationWebhooksAPI_DisabledAfterADayOfFailures(t *testing.T) {
 	// Counted, and its pending deliveries failed, right after the commit
 	// that disabled it.
 	eventually(t, 10*time.Second, "the disabling counted", func() bool {
-		return strings.Contains(string(s.do("GET", "/metrics", "", nil).body), "carebridge_webhook_subscriptions_disabled_total 1")
+		return s.metric("carebridge_webhook_subscriptions_disabled_total") == 1
 	})
 	eventually(t, 10*time.Second, "no pending delivery of a disabled subscription", func() bool {
 		return len(api.deliveries(sub.ID, "?status=pending")) == 0

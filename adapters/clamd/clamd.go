@@ -269,5 +269,7 @@ var errBusy = func() *core.Error {
 
 func (c *Client) release() { <-c.slots }
 
-// unavailable is the one error the package returns.
+// unavailable is the error of a scanner that cannot be reached or
+// answer; with errBusy (no connection free in time), the only ones the
+// package returns, both storage.ErrScannerUnavailable.
 func unavailable(cause error) error { return storage.ErrScannerUnavailable.Wrap(cause) }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorilla/mux"
+
 	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/audit"
 )
@@ -97,6 +99,17 @@ func auditDetailOf(ctx context.Context, facts map[string]string) {
 	for k, v := range facts {
 		a.detail[k] = v
 	}
+}
+
+// pathUUID is the route's id (a subscription's, a person link's), lower
+// case, named in the request's audit event when it is a UUID (the trail
+// never names an id that did not parse).
+func pathUUID(r *http.Request) string {
+	id := strings.ToLower(mux.Vars(r)["id"])
+	if core.IsUUID(id) {
+		auditResource(r.Context(), id)
+	}
+	return id
 }
 
 // auditBusiness sets the business the request acted for (the acting

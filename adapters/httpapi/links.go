@@ -8,7 +8,6 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/audit"
 	"github.com/carebridge/carebridge/core/ehr"
 )
@@ -109,10 +108,7 @@ func linkPage(v url.Values) (ehr.PageRequest, error) {
 }
 
 func (s *Server) deleteLink(w http.ResponseWriter, r *http.Request, business string) {
-	id := strings.ToLower(mux.Vars(r)["id"])
-	if core.IsUUID(id) {
-		auditResource(r.Context(), id) // the trail never names an id that did not parse
-	}
+	id := pathUUID(r)
 	ctx, err := s.auditWithChange(r, http.StatusNoContent)
 	if err != nil {
 		s.writeError(w, r, err)

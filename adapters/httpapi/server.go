@@ -40,8 +40,9 @@ type Config struct {
 	Links ports.Links
 	// Webhooks is the webhooks a practice manages, /api/v1/webhooks.
 	Webhooks ports.Webhooks
-	// Tenancy resolves the acting business of search, appointment and
-	// agent requests; nil acts for none (unit tests only).
+	// Tenancy resolves the acting business of search, appointment, agent,
+	// person-link and webhook requests; nil takes the header's (unit
+	// tests only).
 	Tenancy  ports.Tenancy
 	Registry *prometheus.Registry
 	// Audit keeps the audit trail of the blob, search and appointment

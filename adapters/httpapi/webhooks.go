@@ -9,7 +9,6 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/carebridge/carebridge/core"
 	"github.com/carebridge/carebridge/core/audit"
 	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/core/event"
@@ -39,17 +38,6 @@ func (s *Server) webhookRoutes(r *mux.Router) {
 	r.Handle(one+"/deliveries/{deliveryId}/retry", change(audit.WebhookRetry, s.retryDelivery)).Methods(http.MethodPost)
 	r.Handle(one+"/replay", change(audit.WebhookReplay, s.replayWebhook)).Methods(http.MethodPost)
 	r.Handle(one+"/test", change(audit.WebhookTest, s.testWebhook)).Methods(http.MethodPost)
-}
-
-// webhookID is the route's subscription id, lower case, named in the
-// request's audit event when it is a UUID (the trail never names an id
-// that did not parse).
-func webhookID(r *http.Request) string {
-	id := strings.ToLower(mux.Vars(r)["id"])
-	if core.IsUUID(id) {
-		auditResource(r.Context(), id)
-	}
-	return id
 }
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, business string) {
@@ -89,7 +77,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, business s
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, business string) {
-	sub, err := s.webhooks.Get(r.Context(), business, webhookID(r))
+	sub, err := s.webhooks.Get(r.Context(), business, pathUUID(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -98,7 +86,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, business str
 }
 
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, business string) {
-	id := webhookID(r)
+	id := pathUUID(r)
 	var req webhookPatch
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.writeError(w, r, err)
@@ -112,9 +100,6 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, business 
 	e := event.WebhookEdit{URL: req.URL, Description: req.Description, Enabled: req.Enabled}
 	if req.Events != nil {
 		e.Types = *req.Events
-		if e.Types == nil {
-			e.Types = []string{}
-		}
 	}
 	sub, err := s.webhooks.Update(ctx, business, id, e)
 	if err != nil {
@@ -125,7 +110,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, business 
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, business string) {
-	id := webhookID(r)
+	id := pathUUID(r)
 	ctx, err := s.auditWithChange(r, http.StatusNoContent)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -139,7 +124,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, business 
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, business string) {
-	id := webhookID(r)
+	id := pathUUID(r)
 	ctx, err := s.auditWithChange(r, http.StatusOK)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -157,7 +142,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, bus
 var deliveryStates = map[string]event.State{"pending": event.Pending, "succeeded": event.Delivered, "failed": event.Failed}
 
 func (s *Server) webhookDeliveries(w http.ResponseWriter, r *http.Request, business string) {
-	id := webhookID(r)
+	id := pathUUID(r)
 	v := r.URL.Query()
 	p, err := webhookPage(v)
 	if err != nil {
@@ -181,7 +166,7 @@ func (s *Server) webhookDeliveries(w http.ResponseWriter, r *http.Request, busin
 }
 
 func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request, business string) {
-	id := webhookID(r)
+	id := pathUUID(r)
 	delivery, err := strconv.ParseInt(mux.Vars(r)["deliveryId"], 10, 64)
 	if err != nil || delivery < 1 {
 		s.writeError(w, r, event.ErrDeliveryNotFound)
@@ -201,7 +186,7 @@ func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request, business 
 }
 
 func (s *Server) replayWebhook(w http.ResponseWriter, r *http.Request, business string) {
-	id := webhookID(r)
+	id := pathUUID(r)
 	var req replayRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.writeError(w, r, err)
@@ -227,7 +212,7 @@ func (s *Server) replayWebhook(w http.ResponseWriter, r *http.Request, business 
 }
 
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, business string) {
-	id := webhookID(r)
+	id := pathUUID(r)
 	ctx, err := s.auditWithChange(r, http.StatusAccepted)
 	if err != nil {
 		s.writeError(w, r, err)

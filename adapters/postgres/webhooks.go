@@ -160,10 +160,9 @@ func (w *Webhooks) AllDeliveries(ctx context.Context, failedOnly bool, limit int
 }
 
 // Claim leases due pending deliveries of enabled subscriptions, per
-// subscription at most perSub
-// less what this instance has in flight of it. A delivery's
-// next_attempt_at is its lease: claimed, it is due again after lease.
-// Rows another instance is claiming are skipped.
+// subscription at most perSub less what this instance has in flight of
+// it. A delivery's next_attempt_at is its lease: claimed, it is due again
+// after lease. Rows another instance is claiming are skipped.
 //
 // Its cost must not grow with the backlog: each subscription's rows come
 // off webhook_deliveries_due in its order with a constant LIMIT (perSub;
@@ -245,7 +244,6 @@ func (w *Webhooks) Settle(ctx context.Context, outcomes []event.Outcome) error {
 			errs[i] = &o.Result.Err
 		}
 	}
-	var disabled []string
 	rows, _ := w.q.Query(ctx, `
 		WITH s AS (
 			UPDATE webhook_deliveries d

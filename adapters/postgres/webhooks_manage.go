@@ -249,7 +249,7 @@ func (w *Webhooks) Retry(ctx context.Context, business, id string, delivery int6
 			err = event.ErrDeliveryNotFound
 		}
 		if err == nil {
-			_, err = tx.Exec(ctx, `SELECT pg_notify('`+EventsChannel+`', '')`)
+			err = notifyEvents(ctx, tx)
 		}
 		return id, business, err
 	})
@@ -290,7 +290,7 @@ func (w *Webhooks) Replay(ctx context.Context, business, id string, since, until
 				RETURNING 1)
 			SELECT count(*) FROM q`, bu, su, since, until, string(core.WebhookTest), types).Scan(&n)
 		if err == nil {
-			_, err = tx.Exec(ctx, `SELECT pg_notify('`+EventsChannel+`', '')`)
+			err = notifyEvents(ctx, tx)
 		}
 		return id, business, err
 	})
@@ -323,7 +323,7 @@ func (w *Webhooks) Test(ctx context.Context, business, id string, e core.Event) 
 			err = event.ErrSubscriptionNotFound
 		}
 		if err == nil {
-			_, err = tx.Exec(ctx, `SELECT pg_notify('`+EventsChannel+`', '')`)
+			err = notifyEvents(ctx, tx)
 		}
 		return id, business, err
 	})
@@ -331,4 +331,11 @@ func (w *Webhooks) Test(ctx context.Context, business, id string, e core.Event) 
 		return fmt.Errorf("test webhook: %w", err)
 	}
 	return nil
+}
+
+// notifyEvents wakes the dispatchers (LISTEN on EventsChannel) when tx
+// commits: it queued deliveries that are due now.
+func notifyEvents(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify('`+EventsChannel+`', '')`)
+	return err
 }

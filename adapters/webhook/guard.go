@@ -12,12 +12,13 @@ import (
 )
 
 // Guard dials the receivers of a practice's subscriptions: it resolves the
-// host itself, connects only to addresses event.Forbidden allows, and
-// checks the address again in the dialer's Control hook, just before the
-// socket connects. So a name that resolved to a public address when the
-// subscription was made and resolves inside later (DNS rebinding) is never
-// connected to: the attempt fails with a refusedError, which the delivery
-// log shows as its lastError.
+// host itself at each connection and dials only the addresses
+// event.Forbidden allows, as IP literals. So a name that resolved to a
+// public address when the subscription was made and resolves inside later
+// (DNS rebinding) is never connected to: the attempt fails with a
+// refusedError, which the delivery log shows as its lastError. The
+// dialer's Control hook checks the socket's address once more, a second
+// layer should a later change dial anything but the checked literal.
 type Guard struct {
 	Resolver event.Resolver // nil: net.DefaultResolver
 }

@@ -26,14 +26,6 @@ func (d staticDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
-// sealed returns the text and sealed form of a fresh secret
-// of subscription sub.
-func sealed(t *testing.T, sealer *webhook.Sealer, sub string) (string, []byte) {
-	t.Helper()
-	text, raw := webhook.NewSecret()
-	return text, sealer.Seal(sub, raw)
-}
-
 // A practice's delivery (Guarded) never connects to a loopback address,
 // by IP or by a name that resolves there; the operator's does, and so
 // does a practice's with AllowPrivate.
@@ -43,7 +35,7 @@ func TestSender_GuardedDeliveriesNeverReachPrivateAddresses(t *testing.T) {
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	sealer := newSealer(t)
-	_, sec := sealed(t, sealer, "s1")
+	_, sec := webhook.Secrets{Sealer: sealer}.New("s1")
 	dns := staticDNS{"rebound.example": "127.0.0.1"}
 	d := func(url string, guarded bool) event.Delivery {
 		return event.Delivery{ID: 1, Subscription: "s1", URL: url, Secret: sec, EventID: "evt_1", Body: []byte(`{"id":"evt_1"}`), Attempt: 1, Guarded: guarded}
@@ -78,8 +70,8 @@ func TestSender_SignsWithBothSecretsDuringARotation(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
 	defer srv.Close()
 	sealer := newSealer(t)
-	oldText, oldSealed := sealed(t, sealer, "s1")
-	newText, newSealed := sealed(t, sealer, "s1")
+	oldText, oldSealed := webhook.Secrets{Sealer: sealer}.New("s1")
+	newText, newSealed := webhook.Secrets{Sealer: sealer}.New("s1")
 	body := []byte(`{"id":"evt_1"}`)
 	r := webhook.New(sealer, 0).Send(context.Background(), event.Delivery{ID: 1, Subscription: "s1", URL: srv.URL,
 		Secret: newSealed, PreviousSecret: oldSealed, EventID: "evt_1", Body: body, Attempt: 1})

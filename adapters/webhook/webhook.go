@@ -56,7 +56,7 @@ type opened struct{ sealed, raw []byte }
 
 // New returns a sender that opens secrets with sealer and gives each
 // attempt timeout (event.DefaultTimeout when not positive). It never
-// follows redirects and uses no proxy: receivers are the operator's, and
+// follows redirects and uses no proxy: the operator's receivers are
 // reached directly.
 //
 // The deliveries of a practice's subscriptions (Delivery.Guarded) go

@@ -244,7 +244,8 @@ const (
 )
 
 // loadSearchConfig reads the EHR systems file, the search gateway's
-// settings and the event relay's NATS servers.
+// settings, the event relay's NATS servers and whether practices'
+// webhooks may target private addresses.
 func loadSearchConfig(getenv env, cfg *app.Config, bad badFunc) {
 	cfg.EHR = loadEHRConfig(getenv, bad)
 	cfg.EventsNATSURL = getenv.or("EVENTS_NATS_URL", "")

@@ -34,7 +34,7 @@ func patientSize(p *Patient) int {
 		n += sizeContactPoint + len(c.System) + len(c.Value) + len(c.Use)
 	}
 	for _, a := range p.Address {
-		n += sizeAnswer + stringsSize(a.Line) + len(a.City) + len(a.State) + len(a.PostalCode) + len(a.Country)
+		n += sizeAddress + stringsSize(a.Line) + len(a.City) + len(a.State) + len(a.PostalCode) + len(a.Country)
 	}
 	return n
 }

@@ -30,6 +30,7 @@ type Scheduling struct {
 	counter     Counter
 	tx          Transactor
 	fpKeys      [][]byte // key the Idempotency-Key fingerprints: the first makes them, all match
+	keyKey      []byte   // keys the rate-limit counters' names
 	rateLimit   int
 	settleAfter time.Duration
 	now         func() time.Time
@@ -46,6 +47,9 @@ type SchedulingConfig struct {
 	// RateLimit is how many appointment calls a patient-context caller may
 	// make a minute (0: unlimited).
 	RateLimit int
+	// KeyKey keys the names of the rate-limit counters, as ehr.Config's
+	// keys the search gateway's (nil: unkeyed, tests).
+	KeyKey []byte
 	// SettleAfter is how long after an EHR call that ended without an
 	// answer the reconciler looks for its appointment (0: 30 s): a late
 	// answer of the EHR has landed by then.
@@ -61,7 +65,7 @@ type SchedulingConfig struct {
 // patient-context calls for the rate limit.
 func NewScheduling(systems Systems, holds Holds, idem IdempotencyStore, bookings BookingLog, counter Counter, tx Transactor, cfg SchedulingConfig) *Scheduling {
 	return &Scheduling{systems: systems, holds: holds, idem: idem, bookings: bookings, counter: counter, tx: tx,
-		fpKeys: cfg.FingerprintKeys, rateLimit: cfg.RateLimit, settleAfter: cmp.Or(cfg.SettleAfter, unknownSettle), now: time.Now}
+		fpKeys: cfg.FingerprintKeys, keyKey: cfg.KeyKey, rateLimit: cfg.RateLimit, settleAfter: cmp.Or(cfg.SettleAfter, unknownSettle), now: time.Now}
 }
 
 // The leases of booking holds.
@@ -92,16 +96,7 @@ func (s *Scheduling) limit(ctx context.Context, subject, business string, r reac
 	if r != reachOwn || s.rateLimit <= 0 || s.counter == nil {
 		return nil
 	}
-	n, ttl, err := s.counter.Incr(ctx, "rl:appt:v2:"+keyed(s.rateKey(), scoped(subject, business)), rateWindow)
-	if err != nil {
-		return fmt.Errorf("rate limit counter: %w", err)
-	}
-	if n > int64(s.rateLimit) {
-		e := ErrAppointmentRateLimited.WithMessage("More than %d appointment calls in a minute; try again in %d s", s.rateLimit, int(ttl.Seconds())+1)
-		e.RetryAfter = max(ttl, time.Second)
-		return e
-	}
-	return nil
+	return countCall(ctx, s.counter, "rl:appt:v2:"+keyed(s.keyKey, scoped(subject, business)), s.rateLimit, ErrAppointmentRateLimited, "appointment calls")
 }
 
 // requester is who calls an appointment use case: the actor, its reach, the
@@ -212,24 +207,4 @@ func paging(page, limit int, f *fieldErrors) (int, int) {
 		f.add("limit", "must be between 1 and %d", MaxLimit)
 	}
 	return page, limit
-}
-
-// firstError is the first non-nil error of errs.
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rateKey keys the names of the rate-limit counters, as the search
-// gateway's are (keyed): the current fingerprint key, or none in tests
-// that configure no key.
-func (s *Scheduling) rateKey() []byte {
-	if len(s.fpKeys) == 0 {
-		return nil
-	}
-	return s.fpKeys[0]
 }

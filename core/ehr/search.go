@@ -306,12 +306,19 @@ func (s *Service) limit(ctx context.Context, caller string) error {
 	if s.cfg.RateLimit <= 0 {
 		return nil
 	}
-	n, ttl, err := s.cache.Incr(ctx, "rl:v2:"+keyed(s.cfg.KeyKey, caller), rateWindow)
+	return countCall(ctx, s.cache, "rl:v2:"+keyed(s.cfg.KeyKey, caller), s.cfg.RateLimit, ErrRateLimited, "searches")
+}
+
+// countCall counts one call against the fixed one-minute window of the
+// counter name; past limit calls it is refused as base, saying how many
+// what were allowed and when to try again (Retry-After).
+func countCall(ctx context.Context, c Counter, name string, limit int, base *core.Error, what string) error {
+	n, ttl, err := c.Incr(ctx, name, rateWindow)
 	if err != nil {
 		return fmt.Errorf("rate limit counter: %w", err)
 	}
-	if n > int64(s.cfg.RateLimit) {
-		e := ErrRateLimited.WithMessage("More than %d searches in a minute; try again in %d s", s.cfg.RateLimit, int(ttl.Seconds())+1)
+	if n > int64(limit) {
+		e := base.WithMessage("More than %d %s in a minute; try again in %d s", limit, what, int(ttl.Seconds())+1)
 		e.RetryAfter = max(ttl, time.Second)
 		return e
 	}

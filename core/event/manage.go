@@ -265,9 +265,6 @@ func (m *Manager) RotateSecret(ctx context.Context, business, id string) (string
 	if err := m.authorize(ctx, business); err != nil {
 		return "", err
 	}
-	if _, err := m.store.Get(ctx, business, id); err != nil {
-		return "", err
-	}
 	text, sealed := m.secrets.New(id)
 	if err := m.store.Rotate(ctx, business, id, sealed, RotationOverlap); err != nil {
 		return "", err

@@ -26,7 +26,8 @@ type Store interface {
 	Update(ctx context.Context, business, id string, fn func(*Subscription) error) (Subscription, error)
 	Delete(ctx context.Context, business, id string) error
 	// Rotate makes sealed the secret, and the one it replaces the previous
-	// secret, which signs deliveries too until keep has passed.
+	// secret, which signs deliveries too until keep has passed; no such
+	// subscription of business is ErrSubscriptionNotFound.
 	Rotate(ctx context.Context, business, id string, sealed []byte, keep time.Duration) error
 	// Deliveries returns a page of the subscription's delivery log, newest
 	// first (only the deliveries in state, when set), and its count.

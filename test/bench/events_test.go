@@ -474,26 +474,37 @@ func (r *eventRun) analyse(ctx context.Context, pool *pgxpool.Pool, got []arriva
 	resp := c.resp
 	c.mu.Unlock()
 
+	r.tally(got, eventSubs, func(a arrival) {
+		r.lastArrival = max(r.lastArrival, a.at.Sub(r.start))
+		if p, ok := order[a.id]; ok && p.k < len(resp[p.biz]) {
+			r.fromClient = append(r.fromClient, a.at.Sub(resp[p.biz][p.k]))
+		} else {
+			r.unmatched++
+		}
+	})
+	slices.Sort(r.fromClient)
+}
+
+// tally reads the arrivals of a run to subs subscriptions: each one's
+// latency from its event's occurredAt (each also sees it), and the events
+// that reached every subscription.
+func (r *eventRun) tally(got []arrival, subs int, each func(arrival)) {
 	type ev struct {
-		occurred time.Time
-		n        int
-		last     time.Time
+		occurred, last time.Time
+		n              int
 	}
 	evs := map[string]*ev{}
 	for _, a := range got {
 		var body struct {
 			OccurredAt time.Time `json:"occurredAt"`
 		}
-		if err := json.Unmarshal(a.body, &body); err != nil {
+		if json.Unmarshal(a.body, &body) != nil {
 			continue
 		}
 		r.deliveries++
-		r.lastArrival = max(r.lastArrival, a.at.Sub(r.start))
 		r.fromOccurred = append(r.fromOccurred, a.at.Sub(body.OccurredAt))
-		if p, ok := order[a.id]; ok && p.k < len(resp[p.biz]) {
-			r.fromClient = append(r.fromClient, a.at.Sub(resp[p.biz][p.k]))
-		} else {
-			r.unmatched++
+		if each != nil {
+			each(a)
 		}
 		v := evs[a.id]
 		if v == nil {
@@ -506,14 +517,13 @@ func (r *eventRun) analyse(ctx context.Context, pool *pgxpool.Pool, got []arriva
 		}
 	}
 	for _, v := range evs {
-		if v.n == eventSubs {
+		if v.n == subs {
 			r.full++
 			r.lastFull = max(r.lastFull, v.last.Sub(r.start))
 			r.fullLat = append(r.fullLat, v.last.Sub(v.occurred))
 		}
 	}
 	slices.Sort(r.fromOccurred)
-	slices.Sort(r.fromClient)
 	slices.Sort(r.fullLat)
 }
 
@@ -525,13 +535,14 @@ func (r eventRun) deliveredP(p int) time.Duration {
 }
 
 // sqlPaced commits rate events/s of business biz for d straight into the
-// outbox, as emit writes them, a transaction (durable) of rate/100 events
-// every 10 ms: commit to delivery without the HTTP path. Its latencies
+// outbox, as emit writes them, a transaction (durable) of ⌈rate/100⌉
+// events every ⌈rate/100⌉/rate s (10 ms or more): commit to delivery
+// without the HTTP path. Its latencies
 // are from occurredAt (clock_timestamp() in the transaction, before its
 // commit: an upper bound).
 func sqlPaced(ctx context.Context, b *testing.B, pool *pgxpool.Pool, biz string, rate int, d time.Duration) eventRun {
-	const tick = 10 * time.Millisecond
-	per := max(rate/int(time.Second/tick), 1)
+	per := (rate + 99) / 100 // events per transaction: a tick of 10 ms or more
+	tick := time.Duration(float64(per) / float64(rate) * float64(time.Second))
 	ticks := int(d / tick)
 	r := eventRun{rate: rate, sent: per * ticks, start: time.Now()}
 	for i := range ticks {

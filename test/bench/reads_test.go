@@ -220,12 +220,18 @@ func (e *world) seedBusiness() (string, int64) {
 	return biz, loc
 }
 
-func (e *world) apiJSON(method, path, ct, body string, out any) {
+// apiJSON calls the API as the bench's token, with the header pairs
+// given (name, value, …), fails the bench on anything but a 2xx, and
+// decodes the answer into out (nil: none).
+func (e *world) apiJSON(method, path, ct, body string, out any, header ...string) {
 	e.b.Helper()
 	req, _ := http.NewRequest(method, e.base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	req.Header.Set("user-type", "business")
 	req.Header.Set("Content-Type", ct)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := e.api.Do(req)
 	if err != nil {
 		e.b.Fatal(err)
