@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -23,25 +20,20 @@ import (
 // calendar per EHR, whichever practice books it, and what a booking
 // recorded is read, changed and replayed in the EHR that holds it.
 
-// bookingGate is a proxy in front of a FHIR server that holds the first
+// bookingGate is a front of a FHIR server (base) that holds the first
 // booking (POST …/Appointment) until release is closed; held is closed
 // once it is held.
 type bookingGate struct {
-	srv     *httptest.Server
+	base    string
 	held    chan struct{}
 	release chan struct{}
 	once    sync.Once
 }
 
-func newBookingGate(t *testing.T, fhirBase string) *bookingGate {
+func newBookingGate(t *testing.T, peer *fhirtest.Server) *bookingGate {
 	t.Helper()
-	u, err := url.Parse(fhirBase)
-	if err != nil {
-		t.Fatal(err)
-	}
 	g := &bookingGate{held: make(chan struct{}), release: make(chan struct{})}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
-	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.base = peer.Front(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/Appointment") {
 			first := false
 			g.once.Do(func() { first = true })
@@ -54,9 +46,8 @@ func newBookingGate(t *testing.T, fhirBase string) *bookingGate {
 				}
 			}
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(g.srv.Close)
+		next.ServeHTTP(w, r)
+	})
 	return g
 }
 
@@ -86,10 +77,10 @@ func TestBookings_OneAgentsTimeIsHeldOncePerEHRWhicheverPracticeBooks(t *testing
 	w := newWorld(t)
 	peer := fhirtest.Start(t, fhirtest.WithAPIKey("s3cret"))
 	agent := peer.AddAgent(t, drAna, workdays(5))
-	gate := newBookingGate(t, peer.URL())
+	gate := newBookingGate(t, peer)
 	a, b := w.createBusiness("owner-a"), w.createBusiness("owner-b")
 	s := w.start(func(c *app.Config) {
-		c.EHR, c.SearchRateLimit = sharedEHRFile(t, gate.srv.URL+"/fhir", a), 1000
+		c.EHR, c.SearchRateLimit = sharedEHRFile(t, gate.base, a), 1000
 	})
 	pa, pb := w.scopedToken("pat-a", "patient/Appointment.cus"), w.scopedToken("pat-b", "patient/Appointment.cus")
 

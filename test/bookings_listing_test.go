@@ -3,9 +3,6 @@ package test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,28 +13,22 @@ import (
 	"github.com/carebridge/carebridge/test/fhirtest"
 )
 
-// countingProxy is a proxy in front of a FHIR server that counts the
+// countingProxy is a front of a FHIR server (base) that counts the
 // requests for Appointments it passes on.
 type countingProxy struct {
-	srv   *httptest.Server
+	base  string
 	appts atomic.Int64
 }
 
-func newCountingProxy(t *testing.T, fhirBase string) *countingProxy {
+func newCountingProxy(t *testing.T, peer *fhirtest.Server) *countingProxy {
 	t.Helper()
-	u, err := url.Parse(fhirBase)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &countingProxy{}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.base = peer.Front(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		if strings.Contains(r.URL.Path, "/Appointment") {
 			p.appts.Add(1)
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
+		next.ServeHTTP(w, r)
+	})
 	return p
 }
 
@@ -54,7 +45,7 @@ func TestBookings_APatientsListingOf500ReadsTheEHRInFewRequests(t *testing.T) {
 	w := newWorld(t)
 	peer := fhirtest.Start(t, fhirtest.WithAPIKey("s3cret"))
 	agent := peer.AddAgent(t, drAna, workdays(5))
-	counter := newCountingProxy(t, peer.URL())
+	counter := newCountingProxy(t, peer)
 
 	// 500 past appointments of the patient in the EHR, recorded as its
 	// bookings (what 500 bookings over the years leave).
@@ -77,7 +68,7 @@ func TestBookings_APatientsListingOf500ReadsTheEHRInFewRequests(t *testing.T) {
 		SELECT 'pat', id, $2 FROM unnest($1::text[]) AS id`, ids, first); err != nil {
 		t.Fatal(err)
 	}
-	cfg := integrationFile(t, "fhir", counter.srv.URL+"/fhir", "    authentication: { type: api_key, api_key: \"env:PEER_SECRET\" }\n    sync: { interval: 0s }\n")
+	cfg := integrationFile(t, "fhir", counter.base, "    authentication: { type: api_key, api_key: \"env:PEER_SECRET\" }\n    sync: { interval: 0s }\n")
 	s := w.start(func(c *app.Config) { c.EHR, c.SearchRateLimit = cfg, 1000 })
 	pat := w.scopedToken("pat", "patient/Appointment.cus")
 

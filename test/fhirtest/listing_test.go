@@ -2,9 +2,6 @@ package fhirtest_test
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,20 +16,13 @@ import (
 // counts the requests it forwards.
 func countingScheduler(t *testing.T, srv *fhirtest.Server) (*fhir.Scheduler, *atomic.Int64) {
 	t.Helper()
-	target, err := url.Parse(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	target.Path = ""
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var n atomic.Int64
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	front := srv.Front(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		n.Add(1)
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+		next.ServeHTTP(w, r)
+	})
 	client, err := ehrhttp.New(ehrhttp.Config{
-		Name: "medplum", BaseURL: front.URL + "/fhir", Timeout: 30 * time.Second,
+		Name: "medplum", BaseURL: front, Timeout: 30 * time.Second,
 		Auth: ehrhttp.AuthConfig{Type: ehrhttp.AuthAPIKey, APIKey: testAPIKey},
 	})
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -148,15 +146,9 @@ func TestIntegrationFHIRScheduler_RoundTripsEveryFieldThroughTheServer(t *testin
 // finds the first appointment instead of booking a second.
 func TestIntegrationFHIRScheduler_ARetriedBookingIsStoredOnce(t *testing.T) {
 	srv := fhirtest.Start(t, fhirtest.WithAPIKey(testAPIKey))
-	target, err := url.Parse(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	target.Path = ""
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var mu sync.Mutex
 	posts := 0
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	front := srv.Front(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		mu.Lock()
 		isFirst := r.Method == http.MethodPost && posts == 0
 		if r.Method == http.MethodPost {
@@ -164,16 +156,15 @@ func TestIntegrationFHIRScheduler_ARetriedBookingIsStoredOnce(t *testing.T) {
 		}
 		mu.Unlock()
 		if isFirst {
-			proxy.ServeHTTP(httptest.NewRecorder(), r)
+			next.ServeHTTP(httptest.NewRecorder(), r)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+		next.ServeHTTP(w, r)
+	})
 
 	client, err := ehrhttp.New(ehrhttp.Config{
-		Name: "medplum", BaseURL: front.URL + "/fhir", RetryAttempts: 2, Timeout: 5 * time.Second,
+		Name: "medplum", BaseURL: front, RetryAttempts: 2, Timeout: 5 * time.Second,
 		Auth: ehrhttp.AuthConfig{Type: ehrhttp.AuthAPIKey, APIKey: testAPIKey},
 	}, ehrhttp.WithBackoff(time.Millisecond, time.Millisecond))
 	if err != nil {
