@@ -9,7 +9,6 @@ import (
 	"github.com/carebridge/carebridge/adapters/ehr/ehrsystems"
 	"github.com/carebridge/carebridge/adapters/ehr/fhir"
 	"github.com/carebridge/carebridge/adapters/ehr/wsbot"
-	"github.com/carebridge/carebridge/adapters/httpapi"
 	"github.com/carebridge/carebridge/core/ehr"
 )
 
@@ -45,22 +44,7 @@ func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cac
 
 // syncDeps are the stores of EHR sync in PostgreSQL.
 func (a *App) syncDeps(tuning ehrsystems.SyncTuning) ehrsystems.Sync {
-	store := a.db.Sync()
-	status := func(ctx context.Context, system string) (ehrsystems.SyncStatus, bool, error) {
-		st, found, err := store.Status(ctx, system)
-		return ehrsystems.SyncStatus(st), found, err
-	}
-	return ehrsystems.Sync{Store: store, Tx: a.db.EHRTx(), Status: status, Tuning: tuning}
-}
-
-// syncStates is where EHR sync stands, for /readyz.
-func (a *App) syncStates() []httpapi.SyncState {
-	states := a.ehrs.SyncStates()
-	out := make([]httpapi.SyncState, len(states))
-	for i, s := range states {
-		out[i] = httpapi.SyncState(s)
-	}
-	return out
+	return ehrsystems.Sync{Store: a.db.Sync(), Tx: a.db.EHRTx(), Tuning: tuning}
 }
 
 // ReloadEHR puts the EHR systems of cfg (nil: none) in force, as SIGHUP

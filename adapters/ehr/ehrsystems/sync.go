@@ -109,21 +109,11 @@ func syncBusinesses(cfg *ehrconfig.Config, s ehrconfig.System) []string {
 
 // Sync is what the pollers of EHR sync run with.
 type Sync struct {
-	Store ehr.SyncStore  // the cursors and leases
-	Tx    ehr.Transactor // the batches of changes, with their events
-	// Status reads the cursor of a system another instance polls (found
-	// false: none yet).
-	Status func(ctx context.Context, system string) (st SyncStatus, found bool, err error)
+	// Store keeps the cursors and leases, and tells the status of a
+	// system another instance polls.
+	Store  ehr.SyncStore
+	Tx     ehr.Transactor // the batches of changes, with their events
 	Tuning SyncTuning
-}
-
-// SyncStatus is where a system's poller stands, as the store has it (the
-// fields of postgres.SyncStatus).
-type SyncStatus struct {
-	Watermark  time.Time // the EHR's time of the newest change taken in (zero: none)
-	Baselined  bool
-	LastPollAt time.Time // zero: never
-	LastError  string    // the last poll's failure code ("" none)
 }
 
 // syncLoops runs the pollers of EHR sync of one instance.
@@ -153,7 +143,7 @@ func (e *Systems) Run(ctx context.Context) { e.sync.run(ctx) }
 
 // SyncStates is where the poller of each system with sync on stands, by
 // name, for /readyz.
-func (e *Systems) SyncStates() []SyncState { return e.sync.board.states() }
+func (e *Systems) SyncStates() []ehr.SyncState { return e.sync.board.states() }
 
 // syncRun is one running poller.
 type syncRun struct {
@@ -319,7 +309,7 @@ func (l *syncLoops) failed(name string, err error, log *slog.Logger, m *systemSy
 // observe takes in the cursor of a system another instance polls, so that
 // this instance's lag and /readyz tell the truth too.
 func (l *syncLoops) observe(ctx context.Context, name string, log *slog.Logger) {
-	st, found, err := l.deps.Status(ctx, name)
+	st, found, err := l.deps.Store.Status(ctx, name)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		log.Warn("read the sync status", "code", failureCode(err))

@@ -214,7 +214,7 @@ func (b *syncBoard) failed(name, code string) {
 }
 
 // observe takes in the cursor of a system another instance polls.
-func (b *syncBoard) observe(name string, st SyncStatus) {
+func (b *syncBoard) observe(name string, st ehr.SyncStatus) {
 	b.update(name, func(e *syncEntry) {
 		if st.LastPollAt.After(e.lastPoll) {
 			e.lastPoll, e.lastError = st.LastPollAt, st.LastError
@@ -240,25 +240,15 @@ func (b *syncBoard) snapshot() map[string]syncEntry {
 	return maps.Clone(b.systems)
 }
 
-// SyncState is where one system's sync stands, for /readyz (the fields of
-// httpapi.SyncState).
-type SyncState struct {
-	EHR        string
-	Lag        time.Duration // since the last successful poll seen
-	Watermark  time.Time     // the EHR's time of the newest change taken in
-	LastPollAt time.Time     // zero: none seen
-	LastError  string        // the last poll's failure code ("" none)
-}
-
 // states is the board for /readyz, by system name.
-func (b *syncBoard) states() []SyncState {
+func (b *syncBoard) states() []ehr.SyncState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	out := make([]SyncState, 0, len(b.systems))
+	out := make([]ehr.SyncState, 0, len(b.systems))
 	for name, e := range b.systems {
-		out = append(out, SyncState{EHR: name, Lag: e.lag(now), Watermark: e.watermark, LastPollAt: e.lastPoll, LastError: e.lastError})
+		out = append(out, ehr.SyncState{EHR: name, Lag: e.lag(now), Watermark: e.watermark, LastPollAt: e.lastPoll, LastError: e.lastError})
 	}
-	slices.SortFunc(out, func(x, y SyncState) int { return strings.Compare(x.EHR, y.EHR) })
+	slices.SortFunc(out, func(x, y ehr.SyncState) int { return strings.Compare(x.EHR, y.EHR) })
 	return out
 }
