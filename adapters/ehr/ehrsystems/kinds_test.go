@@ -45,7 +45,7 @@ func TestSystems_UseWhatEachKindDeclares(t *testing.T) {
 	if s := e.Search(""); len(s) != 2 || s[0].Records != nil || s[1].Records == nil {
 		t.Errorf("records of p and a: %+v", s)
 	}
-	if syncs := e.cur.Load().syncs; len(syncs) != 1 || syncs["a"].feed == nil {
+	if syncs := e.cur.Load().syncs; len(syncs) != 1 || syncs["a"].sys.changes == nil {
 		t.Errorf("sync targets %+v, want a only (p has no change feed)", syncs)
 	}
 	cfg.Systems[0].Adapter = "gone"

@@ -47,11 +47,10 @@ type SyncTuning struct {
 }
 
 // syncTarget is one EHR system whose appointment changes are polled: its
-// clients, its change feed, its interval and the businesses its changes
-// belong to (see syncBusinesses).
+// clients (its change feed among them), its interval and the businesses
+// its changes belong to (see syncBusinesses).
 type syncTarget struct {
 	sys        *ehrSystem
-	feed       ehr.ChangeFeed
 	interval   time.Duration
 	businesses []string
 }
@@ -73,7 +72,7 @@ func syncTargets(cfg *ehrconfig.Config, systems []*ehrSystem) map[string]syncTar
 		if interval <= 0 || sys.changes == nil {
 			continue
 		}
-		out[sys.cfg.Name] = syncTarget{sys: sys, feed: sys.changes, interval: interval, businesses: syncBusinesses(cfg, sys.cfg)}
+		out[sys.cfg.Name] = syncTarget{sys: sys, interval: interval, businesses: syncBusinesses(cfg, sys.cfg)}
 	}
 	return out
 }
@@ -217,7 +216,7 @@ func (l *syncLoops) settle(ctx context.Context, running map[string]*syncRun, tar
 // logged once and its poller ends (until a reload changes the system).
 func (l *syncLoops) poll(ctx context.Context, name string, t syncTarget) {
 	interval := cmp.Or(l.tuning.Interval, t.interval)
-	s := ehr.NewSyncer(t.feed, t.sys.scheduler, l.deps.Store, l.deps.Tx, ehr.SyncConfig{
+	s := ehr.NewSyncer(t.sys.changes, t.sys.scheduler, l.deps.Store, l.deps.Tx, ehr.SyncConfig{
 		System: name, Owner: l.owner, Businesses: t.businesses, Interval: interval, Lease: l.tuning.Lease})
 	log := l.log.With("ehr", name)
 	m := l.metrics.system(name)

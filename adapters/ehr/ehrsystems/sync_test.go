@@ -72,7 +72,7 @@ func TestSyncTargets_FollowReloads(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	before := e.cur.Load().syncs
-	if len(before) != 2 || before["a"].interval != ehrconfig.DefaultSyncInterval || before["bot"].feed == nil || before["bot"].businesses[0] != bizB {
+	if len(before) != 2 || before["a"].interval != ehrconfig.DefaultSyncInterval || before["bot"].sys.changes == nil || before["bot"].businesses[0] != bizB {
 		t.Fatalf("targets %+v", before)
 	}
 	select {
