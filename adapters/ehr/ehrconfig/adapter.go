@@ -19,9 +19,11 @@ type AdapterRules struct {
 	// beginning with '/', …").
 	ValidSearchEndpoint func(string) bool
 	SearchEndpointRule  string
-	// NoPropagateTrace is why propagate_trace cannot be true for the kind
-	// ("": it can).
-	NoPropagateTrace string
+	// PropagateTrace tells that propagate_trace may be true for the kind's
+	// systems; for another kind it is refused, naming the kinds that allow
+	// it and NoTraceReason, why this one does not ("": none given).
+	PropagateTrace bool
+	NoTraceReason  string
 }
 
 // adapter returns the rules of the kind called name.
@@ -36,12 +38,38 @@ func (v *validator) adapter(name Adapter) (AdapterRules, bool) {
 
 // known lists the kinds' names in their order: "fhir or wsbot".
 func (v *validator) known() string {
-	names := make([]string, len(v.adapters))
-	for i, k := range v.adapters {
-		names[i] = string(k.Name)
+	return v.names(func(AdapterRules) bool { return true })
+}
+
+// traced lists the names of the kinds that allow propagate_trace.
+func (v *validator) traced() string {
+	return v.names(func(k AdapterRules) bool { return k.PropagateTrace })
+}
+
+// names lists the names of the kinds that match, in their order: "fhir,
+// wsbot or hl7".
+func (v *validator) names(match func(AdapterRules) bool) string {
+	var names []string
+	for _, k := range v.adapters {
+		if match(k) {
+			names = append(names, string(k.Name))
+		}
 	}
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// noTrace is why a system of kind k cannot propagate_trace: "is only for
+// adapter fhir (the bot protocol carries no trace context)".
+func (v *validator) noTrace(k AdapterRules) string {
+	msg := "is for no adapter"
+	if traced := v.traced(); traced != "" {
+		msg = "is only for adapter " + traced
+	}
+	if k.NoTraceReason != "" {
+		msg += " (" + k.NoTraceReason + ")"
+	}
+	return msg
 }

@@ -12,11 +12,12 @@ var testAdapters = []AdapterRules{
 	{
 		Name: "fhir", Scheme: "https", LoopbackScheme: "http", DefaultSearchEndpoint: "/Patient",
 		ValidSearchEndpoint: ValidPath, SearchEndpointRule: "a path beginning with '/', without spaces, '?' or '#'",
+		PropagateTrace: true,
 	},
 	{
 		Name: "wsbot", Scheme: "wss", LoopbackScheme: "ws", DefaultSearchEndpoint: "patients.search",
 		ValidSearchEndpoint: ValidAction, SearchEndpointRule: "an action name of letters, digits, '.', '_' or '-'",
-		NoPropagateTrace: "is only for adapter fhir (the bot protocol carries no trace context)",
+		NoTraceReason: "the bot protocol carries no trace context",
 	},
 }
 

@@ -47,8 +47,8 @@ func (v *validator) system(i int, rs rawSystem) System {
 	v.limits(at, rs, &s)
 	s.SyncInterval = v.syncInterval(at, rs.Sync)
 	s.PropagateTrace = rs.PropagateTrace
-	if k, ok := v.adapter(s.Adapter); ok && rs.PropagateTrace && k.NoPropagateTrace != "" {
-		v.add(at+": propagate_trace", "%s", k.NoPropagateTrace)
+	if k, ok := v.adapter(s.Adapter); ok && rs.PropagateTrace && !k.PropagateTrace {
+		v.add(at+": propagate_trace", "%s", v.noTrace(k))
 	}
 	if rs.Businesses != nil {
 		s.Businesses = v.businesses(at, *rs.Businesses)

@@ -53,3 +53,15 @@ func TestSystems_UseWhatEachKindDeclares(t *testing.T) {
 		t.Errorf("reload with a kind not registered: %v", err)
 	}
 }
+
+// The kinds as they register themselves refuse propagate_trace for the
+// bot with the words ehrconfig's tests expect: only fhir allows it.
+func TestKinds_PropagateTraceOnlyForTheKindsThatAllowIt(t *testing.T) {
+	_, err := testKinds().Parse([]byte("ehr_systems:\n"+
+		"  - {name: a, adapter: fhir, base_url: 'https://a.example/fhir', propagate_trace: true}\n"+
+		"  - {name: bot, adapter: wsbot, base_url: 'wss://b.example/bot', propagate_trace: true}\n"), nil, nil)
+	const want = "ehr_systems[1] bot: propagate_trace: is only for adapter fhir (the bot protocol carries no trace context)"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %s", err, want)
+	}
+}

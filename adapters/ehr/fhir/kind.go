@@ -16,6 +16,7 @@ func Kind() ehrkind.Kind {
 			DefaultSearchEndpoint: DefaultSearchEndpoint,
 			ValidSearchEndpoint:   ehrconfig.ValidPath,
 			SearchEndpointRule:    "a path beginning with '/', without spaces, '?' or '#'",
+			PropagateTrace:        true,
 		},
 		New: newSystem,
 	}

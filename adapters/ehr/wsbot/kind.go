@@ -17,7 +17,7 @@ func Kind() ehrkind.Kind {
 			DefaultSearchEndpoint: DefaultSearchAction,
 			ValidSearchEndpoint:   ehrconfig.ValidAction,
 			SearchEndpointRule:    "an action name of letters, digits, '.', '_' or '-'",
-			NoPropagateTrace:      "is only for adapter fhir (the bot protocol carries no trace context)",
+			NoTraceReason:         "the bot protocol carries no trace context",
 		},
 		Link: true,
 		New:  newSystem,
