@@ -14,17 +14,29 @@ type AdapterRules struct {
 	// DefaultSearchEndpoint is the search_endpoint of a system that sets
 	// none.
 	DefaultSearchEndpoint string
-	// ValidSearchEndpoint checks a search_endpoint that is written, and
-	// SearchEndpointRule says what one must be when it fails ("a path
-	// beginning with '/', …").
-	ValidSearchEndpoint func(string) bool
-	SearchEndpointRule  string
+	// SearchEndpoint is the form of a search_endpoint that is written
+	// (PathEndpoint, ActionEndpoint).
+	SearchEndpoint EndpointRule
 	// PropagateTrace tells that propagate_trace may be true for the kind's
 	// systems; for another kind it is refused, naming the kinds that allow
 	// it and NoTraceReason, why this one does not ("": none given).
 	PropagateTrace bool
 	NoTraceReason  string
 }
+
+// EndpointRule is a form of search_endpoint: Valid checks one that is
+// written, and Rule says what one must be when it fails.
+type EndpointRule struct {
+	Valid func(string) bool
+	Rule  string
+}
+
+var (
+	// PathEndpoint is the search_endpoint of an HTTP API (fhir).
+	PathEndpoint = EndpointRule{Valid: validPath, Rule: "a path beginning with '/', without spaces, '?' or '#'"}
+	// ActionEndpoint is the search_endpoint of a bot (wsbot).
+	ActionEndpoint = EndpointRule{Valid: validName, Rule: "an action name of letters, digits, '.', '_' or '-'"}
+)
 
 // adapter returns the rules of the kind called name.
 func (v *validator) adapter(name Adapter) (AdapterRules, bool) {

@@ -21,7 +21,7 @@ func TestSystems_UseWhatEachKindDeclares(t *testing.T) {
 	sch := &stubScheduler{}
 	plain := ehrkind.Kind{
 		Rules: ehrconfig.AdapterRules{Name: "plain", Scheme: "https", LoopbackScheme: "http",
-			DefaultSearchEndpoint: "/p", ValidSearchEndpoint: ehrconfig.ValidPath},
+			DefaultSearchEndpoint: "/p", SearchEndpoint: ehrconfig.PathEndpoint},
 		New: func(ehrkind.Deps, ehrconfig.System) (ehrkind.Adapted, error) {
 			return ehrkind.Adapted{Scheduler: sch}, nil
 		},

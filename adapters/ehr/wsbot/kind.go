@@ -15,8 +15,7 @@ func Kind() ehrkind.Kind {
 		Rules: ehrconfig.AdapterRules{
 			Name: "wsbot", Scheme: "wss", LoopbackScheme: "ws",
 			DefaultSearchEndpoint: DefaultSearchAction,
-			ValidSearchEndpoint:   ehrconfig.ValidAction,
-			SearchEndpointRule:    "an action name of letters, digits, '.', '_' or '-'",
+			SearchEndpoint:        ehrconfig.ActionEndpoint,
 			NoTraceReason:         "the bot protocol carries no trace context",
 		},
 		Link: true,
