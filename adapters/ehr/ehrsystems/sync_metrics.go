@@ -95,25 +95,30 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// systemSync are one system's series.
+// systemSync are one system's series (a failure's, by its code, are
+// made as they come).
 type systemSync struct {
-	m       *syncMetrics
-	name    string
-	changes map[string]prometheus.Counter // by kind
+	m        *syncMetrics
+	name     string
+	changes  map[string]prometheus.Counter // by kind
+	clock    map[string]prometheus.Counter // by kind
+	duration prometheus.Observer
 }
 
 // system returns the series of the system name, those of every kind
 // created at zero.
 func (m *syncMetrics) system(name string) *systemSync {
-	s := &systemSync{m: m, name: name, changes: map[string]prometheus.Counter{}}
-	for _, k := range syncKinds {
-		s.changes[k] = m.changes.WithLabelValues(name, k)
+	return &systemSync{m: m, name: name, changes: counters(m.changes, name, syncKinds),
+		clock: counters(m.clock, name, clockKinds), duration: m.duration.WithLabelValues(name)}
+}
+
+// counters are the series of v of the system name, by kind.
+func counters(v *prometheus.CounterVec, name string, kinds []string) map[string]prometheus.Counter {
+	out := make(map[string]prometheus.Counter, len(kinds))
+	for _, k := range kinds {
+		out[k] = v.WithLabelValues(name, k)
 	}
-	for _, k := range clockKinds {
-		m.clock.WithLabelValues(name, k)
-	}
-	m.duration.WithLabelValues(name)
-	return s
+	return out
 }
 
 // forget removes the series of a system a reload removed.
@@ -125,7 +130,7 @@ func (m *syncMetrics) forget(name string) {
 
 // observe counts what a poll this instance made took in.
 func (s *systemSync) observe(res ehr.PollResult, took time.Duration) {
-	s.m.duration.WithLabelValues(s.name).Observe(took.Seconds())
+	s.duration.Observe(took.Seconds())
 	for t, n := range res.Events {
 		if c, ok := s.changes[strings.TrimPrefix(string(t), "appointment.")]; ok {
 			c.Add(float64(n))
@@ -136,9 +141,9 @@ func (s *systemSync) observe(res ehr.PollResult, took time.Duration) {
 	if res.Baseline {
 		s.changes["baseline"].Add(float64(res.Changes - res.Unchanged - res.Skipped))
 	}
-	s.m.clock.WithLabelValues(s.name, "change").Add(float64(res.Ahead))
+	s.clock["change"].Add(float64(res.Ahead))
 	if !res.Rewound.IsZero() {
-		s.m.clock.WithLabelValues(s.name, "watermark").Inc()
+		s.clock["watermark"].Inc()
 	}
 }
 
