@@ -246,7 +246,7 @@ func (a *App) newHandler(cfg Config, verifier *auth.Verifier, search *ehr.Servic
 		Tracer:             cfg.Tracing.Provider,
 		Audit:              a.audit,
 		Ready:              a.ready,
-		Sync:               a.syncStates,
+		Sync:               a.ehrs.SyncStates,
 		Scanner:            a.scanner.state,
 		ScannerLoad:        a.scanner.load,
 		ReadyTTL:           cfg.ReadyTTL,

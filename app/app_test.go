@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/test/pgtest"
 	"github.com/carebridge/carebridge/test/testenv"
@@ -35,7 +36,7 @@ func TestIntegrationNew_ClosesWhatItBuiltWhenALaterStepFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ehrs, err := app.EHRKinds().Parse([]byte(`ehr_systems:
+	ehrs, err := ehrkinds.All().Parse([]byte(`ehr_systems:
   - name: bot
     adapter: wsbot
     base_url: ws://127.0.0.1:9/ws

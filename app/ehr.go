@@ -6,22 +6,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrsystems"
-	"github.com/carebridge/carebridge/adapters/ehr/fhir"
-	"github.com/carebridge/carebridge/adapters/ehr/wsbot"
-	"github.com/carebridge/carebridge/adapters/httpapi"
 	"github.com/carebridge/carebridge/core/ehr"
 )
-
-// EHRKinds are the adapter kinds an EHR systems file may name, in the order
-// its errors list them: a new kind is one more line here. cmd reads the
-// file with them (EHRKinds().Load).
-func EHRKinds() ehrsystems.Kinds {
-	return ehrsystems.NewKinds(
-		fhir.Kind(),
-		wsbot.Kind(),
-	)
-}
 
 // buildEHR puts the EHR systems of cfg in force, with the pollers of EHR
 // sync, and builds the scheduling and person-links use cases over them; it
@@ -29,7 +17,7 @@ func EHRKinds() ehrsystems.Kinds {
 func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cache, registry *prometheus.Registry) (*ehr.Service, error) {
 	var err error
 	a.ehrs, err = ehrsystems.New(ctx, cfg.EHR, ehrsystems.Config{
-		Kinds: EHRKinds(), Log: a.log, Registry: registry, Tracer: cfg.Tracing.Provider, Sync: a.syncDeps(cfg.Sync)})
+		Kinds: ehrkinds.All(), Log: a.log, Registry: registry, Tracer: cfg.Tracing.Provider, Sync: a.syncDeps(cfg.Sync)})
 	if err != nil {
 		return nil, err
 	}
@@ -45,22 +33,7 @@ func (a *App) buildEHR(ctx context.Context, cfg Config, keys Keys, cache ehr.Cac
 
 // syncDeps are the stores of EHR sync in PostgreSQL.
 func (a *App) syncDeps(tuning ehrsystems.SyncTuning) ehrsystems.Sync {
-	store := a.db.Sync()
-	status := func(ctx context.Context, system string) (ehrsystems.SyncStatus, bool, error) {
-		st, found, err := store.Status(ctx, system)
-		return ehrsystems.SyncStatus(st), found, err
-	}
-	return ehrsystems.Sync{Store: store, Tx: a.db.EHRTx(), Status: status, Tuning: tuning}
-}
-
-// syncStates is where EHR sync stands, for /readyz.
-func (a *App) syncStates() []httpapi.SyncState {
-	states := a.ehrs.SyncStates()
-	out := make([]httpapi.SyncState, len(states))
-	for i, s := range states {
-		out[i] = httpapi.SyncState(s)
-	}
-	return out
+	return ehrsystems.Sync{Store: a.db.Sync(), Tx: a.db.EHRTx(), Tuning: tuning}
 }
 
 // ReloadEHR puts the EHR systems of cfg (nil: none) in force, as SIGHUP

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/test/logtest"
 	"github.com/carebridge/carebridge/test/pgtest"
@@ -354,7 +355,7 @@ func searchAndBookFile(t *testing.T, e *fakeEHR, botURL string) *ehrconfig.Confi
 integration:
   ehr: peer
 `, e.name, e.srv.URL, botURL)
-	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, func(string) string { return "key-" + e.name })
+	cfg, err := ehrkinds.All().Parse([]byte(yaml), nil, func(string) string { return "key-" + e.name })
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, yaml)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/test/fhirtest"
@@ -61,7 +62,7 @@ func sharedEHRFile(t *testing.T, base, a string) *ehrconfig.Config {
 			name, base, extra)
 	}
 	yaml := "ehr_systems:\n" + sys("shared", "") + sys("records-a", "    businesses: ["+a+"]\n") + "integration:\n  ehr: shared\n"
-	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, func(k string) string { return map[string]string{"PEER_SECRET": "s3cret"}[k] })
+	cfg, err := ehrkinds.All().Parse([]byte(yaml), nil, func(k string) string { return map[string]string{"PEER_SECRET": "s3cret"}[k] })
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, yaml)
 	}
@@ -119,7 +120,7 @@ func botsFile(t *testing.T, integration string, bots map[string]string) *ehrconf
 		}
 	}
 	fmt.Fprintf(&b, "integration:\n  ehr: %s\n", integration)
-	cfg, err := app.EHRKinds().Parse([]byte(b.String()), nil, func(string) string { return "" })
+	cfg, err := ehrkinds.All().Parse([]byte(b.String()), nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, b.String())
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/cmd/carebridge-demo/demoehr"
 	"github.com/carebridge/carebridge/core/ehr"
@@ -36,7 +37,7 @@ func TestDemo_SearchMergesAndBookingWorks(t *testing.T) {
 	if d.Integration != demoehr.FHIRName {
 		t.Fatalf("integration EHR %s", d.Integration)
 	}
-	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
+	cfg, err := ehrkinds.All().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func TestDemo_WithoutTheFHIRServerTheBotAnswersEverything(t *testing.T) {
 	if d.Integration != demoehr.BotName || !strings.Contains(d.Summary(), "FHIR demo off") {
 		t.Fatalf("integration %s, summary %q", d.Integration, d.Summary())
 	}
-	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
+	cfg, err := ehrkinds.All().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +386,7 @@ func TestDemo_WithoutTheFHIRServerTheBotServesBothPractices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
+	cfg, err := ehrkinds.All().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +423,7 @@ func TestDemo_FrontDeskChangesBecomeEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
+	cfg, err := ehrkinds.All().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +501,7 @@ func startDemoPractices(t *testing.T, w *world, keyByte byte) (*demoehr.Demo, de
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	cfg, err := app.EHRKinds().Load(d.File, key, os.Getenv)
+	cfg, err := ehrkinds.All().Load(d.File, key, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/core/ehr"
 	"github.com/carebridge/carebridge/test/fhirtest"
@@ -33,7 +34,7 @@ var drAna = ehr.Agent{ID: "dr-ana", FirstName: "Ana", LastName: "Lopez", Name: "
 func integrationFile(t *testing.T, adapter, url string, auth string) *ehrconfig.Config {
 	t.Helper()
 	yaml := fmt.Sprintf("ehr_systems:\n  - name: peer\n    adapter: %s\n    base_url: %s\n%s    timeout: 3000\nintegration:\n  ehr: peer\n", adapter, url, auth)
-	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, func(k string) string { return map[string]string{"PEER_SECRET": "s3cret"}[k] })
+	cfg, err := ehrkinds.All().Parse([]byte(yaml), nil, func(k string) string { return map[string]string{"PEER_SECRET": "s3cret"}[k] })
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, yaml)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 	"github.com/carebridge/carebridge/test/wsbottest"
 )
@@ -21,7 +22,7 @@ func practicesFile(t *testing.T, a, b string, fa, fb *fakeEHR, botURL string) *e
 		yaml = strings.Replace(yaml, site, site+"    businesses: ["+biz+"]\n", 1)
 	}
 	yaml += "  - name: bot\n    adapter: wsbot\n    base_url: " + botURL + "\n    timeout: 3000\nintegration:\n  ehr: bot\n"
-	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, func(k string) string { return env[k] })
+	cfg, err := ehrkinds.All().Parse([]byte(yaml), nil, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, yaml)
 	}

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 )
 
@@ -22,7 +23,7 @@ func ehrFile(t *testing.T, timeoutMS int, ehrs ...*fakeEHR) (*ehrconfig.Config, 
 	t.Helper()
 	yaml, env := ehrYAML(timeoutMS, ehrs...)
 	getenv := func(k string) string { return env[k] }
-	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, getenv)
+	cfg, err := ehrkinds.All().Parse([]byte(yaml), nil, getenv)
 	if err != nil {
 		t.Fatalf("EHR file: %v\n%s", err, yaml)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/app"
 )
 
@@ -23,7 +24,7 @@ func TestTracing_SearchSpansAreParentedAndFreeOfPatientData(t *testing.T) {
 	closed := newFakeEHR(t, "clinicb", fhirPatient("trcpatient-q7z2", family, given, birth, mrn))
 	yaml, env := ehrYAML(2000, open, closed)
 	yaml = strings.Replace(yaml, "retry_attempts: 1\n", "retry_attempts: 1\n    propagate_trace: true\n", 1) // clinica only
-	cfg, err := app.EHRKinds().Parse([]byte(yaml), nil, func(k string) string { return env[k] })
+	cfg, err := ehrkinds.All().Parse([]byte(yaml), nil, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

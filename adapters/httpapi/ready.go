@@ -10,22 +10,6 @@ import (
 	"github.com/carebridge/carebridge/core"
 )
 
-// SyncState is where the poller of one EHR system stands (EHR sync), as
-// /readyz shows it. An EHR that is down shows here and does not make the
-// service unready: the service still serves everything else, and its
-// poller catches up from the watermark when the EHR returns.
-type SyncState struct {
-	EHR string
-	// Lag is the time since the last successful poll of the system (by
-	// any instance, as this one last saw it).
-	Lag time.Duration
-	// Watermark is the EHR's own time of the newest change taken in,
-	// LastPollAt the last poll's end (zero: none).
-	Watermark, LastPollAt time.Time
-	// LastError is the last poll's failure code ("" none).
-	LastError string
-}
-
 // readyJSON is the body of a ready /readyz: its status, and the sync
 // detail when the service polls EHR systems.
 type readyJSON struct {
@@ -178,7 +162,7 @@ func (s *Server) scannerState(st *ScannerState) *scannerJSON {
 	return j
 }
 
-// syncStateJSON is a SyncState on the wire: times RFC 3339 (null: none),
+// syncStateJSON is an ehr.SyncState on the wire: times RFC 3339 (null: none),
 // the lag in seconds, the error code null when the last poll succeeded.
 type syncStateJSON struct {
 	EHR        string     `json:"ehr"`

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carebridge/carebridge/core/ehr"
 )
 
-func readyServer(ready error, sync func() []SyncState) *Server {
+func readyServer(ready error, sync func() []ehr.SyncState) *Server {
 	return New(Config{
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Auth:     tokens{},
@@ -30,8 +32,8 @@ func readyServer(ready error, sync func() []SyncState) *Server {
 // system: an EHR that is down shows there and the service stays ready.
 func TestReadyz_ShowsEachSyncedSystemAndStaysReadyWhenAnEHRIsDown(t *testing.T) {
 	polled := time.Date(2026, 5, 1, 10, 0, 0, 0, time.FixedZone("x", 3600))
-	s := readyServer(nil, func() []SyncState {
-		return []SyncState{
+	s := readyServer(nil, func() []ehr.SyncState {
+		return []ehr.SyncState{
 			{EHR: "down", Lag: 90 * time.Second, LastPollAt: polled, LastError: "ehr_unavailable"},
 			{EHR: "fine", Lag: 1500 * time.Millisecond, Watermark: polled.Add(-time.Minute), LastPollAt: polled},
 			{EHR: "new"},
@@ -48,7 +50,7 @@ func TestReadyz_ShowsEachSyncedSystemAndStaysReadyWhenAnEHRIsDown(t *testing.T) 
 }
 
 func TestReadyz_WithoutSyncKeepsItsShape(t *testing.T) {
-	for _, sync := range []func() []SyncState{nil, func() []SyncState { return nil }} {
+	for _, sync := range []func() []ehr.SyncState{nil, func() []ehr.SyncState { return nil }} {
 		w := do(t, readyServer(nil, sync), "GET", "/readyz", nil, "Authorization", "")
 		if w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{"status":"ready"}` {
 			t.Errorf("readyz: %d %s", w.Code, w.Body)
@@ -58,7 +60,7 @@ func TestReadyz_WithoutSyncKeepsItsShape(t *testing.T) {
 
 // A dependency down is 503 not_ready, with no sync detail.
 func TestReadyz_NotReadyIsTheErrorEnvelope(t *testing.T) {
-	s := readyServer(errors.New("dial tcp: refused"), func() []SyncState { return []SyncState{{EHR: "x"}} })
+	s := readyServer(errors.New("dial tcp: refused"), func() []ehr.SyncState { return []ehr.SyncState{{EHR: "x"}} })
 	w := do(t, s, "GET", "/readyz", nil, "Authorization", "")
 	if e := errEnvelope(t, w); w.Code != 503 || e.Code != "not_ready" {
 		t.Fatalf("readyz: %d %s", w.Code, w.Body)

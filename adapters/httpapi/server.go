@@ -52,7 +52,7 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Sync tells where the poller of each EHR system with sync on stands,
 	// shown by /readyz (nil: none).
-	Sync func() []SyncState
+	Sync func() []ehr.SyncState
 	// Scanner checks the malware scanner for /readyz (nil: uploads are
 	// not scanned), and ScannerLoad tells how busy its connections are.
 	Scanner     func(ctx context.Context) ScannerState
@@ -82,7 +82,7 @@ type Server struct {
 	tenancy      ports.Tenancy
 	auditor      Auditor
 	ready        func(ctx context.Context) error
-	sync         func() []SyncState
+	sync         func() []ehr.SyncState
 	scanner      func(ctx context.Context) ScannerState
 	scannerLoad  func() ScannerLoad
 	readiness    *readiness

@@ -311,26 +311,18 @@ func normalIntent(p ehr.PendingChange) ehr.PendingChange {
 	return p
 }
 
-// SyncStatus is where a system's poller stands, for /readyz and metrics.
-type SyncStatus struct {
-	Watermark  time.Time // the EHR's time of the newest change taken in (zero: none)
-	Baselined  bool
-	LastPollAt time.Time // zero: never
-	LastError  string    // the last poll's failure code ("" none)
-}
-
 // Status returns system's SyncStatus; found is false before its first
 // claim.
-func (r *Sync) Status(ctx context.Context, system string) (st SyncStatus, found bool, err error) {
+func (r *Sync) Status(ctx context.Context, system string) (st ehr.SyncStatus, found bool, err error) {
 	var watermark, polled *time.Time
 	var failure *string
 	err = r.db.QueryRow(ctx, `SELECT watermark, baselined, last_poll_at, last_error FROM ehr_sync_cursors WHERE system = $1`,
 		system).Scan(&watermark, &st.Baselined, &polled, &failure)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return SyncStatus{}, false, nil
+		return ehr.SyncStatus{}, false, nil
 	case err != nil:
-		return SyncStatus{}, false, fmt.Errorf("read the sync status of %s: %w", system, err)
+		return ehr.SyncStatus{}, false, fmt.Errorf("read the sync status of %s: %w", system, err)
 	}
 	if watermark != nil {
 		st.Watermark = watermark.UTC()

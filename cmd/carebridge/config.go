@@ -14,6 +14,7 @@ import (
 	"github.com/carebridge/carebridge/adapters/auth"
 	"github.com/carebridge/carebridge/adapters/clamd"
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/adapters/keyring"
 	"github.com/carebridge/carebridge/adapters/redis"
 	"github.com/carebridge/carebridge/adapters/s3"
@@ -314,7 +315,7 @@ func loadEHRConfig(getenv env, bad badFunc) *ehrconfig.Config {
 	if path == "" {
 		return nil
 	}
-	c, err := app.EHRKinds().Load(path, credKey, getenv)
+	c, err := ehrkinds.All().Load(path, credKey, getenv)
 	if err != nil {
 		bad("EHR_CONFIG", "%v", err) // oneLine folds its lines
 	}

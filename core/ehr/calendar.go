@@ -125,25 +125,10 @@ func (s *Scheduling) Availability(ctx context.Context, r AvailabilityRequest) (A
 // from the start of each merged free span; slot times are in loc.
 func Slots(free []Period, start, end time.Time, d time.Duration, loc *time.Location) []Period {
 	slots := []Period{}
-	for _, p := range MergePeriods(free) {
-		p.Start, p.End = later(p.Start, start), earlier(p.End, end)
+	for _, p := range ClipPeriods(MergePeriods(free), start, end) {
 		for s := p.Start; !s.Add(d).After(p.End); s = s.Add(d) {
 			slots = append(slots, Period{Start: s.In(loc), End: s.Add(d).In(loc)})
 		}
 	}
 	return slots
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

@@ -106,6 +106,9 @@ var _ SyncStore = &SyncStoreMock{}
 //			PolledFunc: func(ctx context.Context, system string, owner string, failure string) error {
 //				panic("mock out the Polled method")
 //			},
+//			StatusFunc: func(ctx context.Context, system string) (SyncStatus, bool, error) {
+//				panic("mock out the Status method")
+//			},
 //		}
 //
 //		// use mockedSyncStore in code that requires SyncStore
@@ -121,6 +124,9 @@ type SyncStoreMock struct {
 
 	// PolledFunc mocks the Polled method.
 	PolledFunc func(ctx context.Context, system string, owner string, failure string) error
+
+	// StatusFunc mocks the Status method.
+	StatusFunc func(ctx context.Context, system string) (SyncStatus, bool, error)
 
 	// calls tracks calls to the methods.
 	calls struct {
@@ -159,10 +165,18 @@ type SyncStoreMock struct {
 			// Failure is the failure argument value.
 			Failure string
 		}
+		// Status holds details about calls to the Status method.
+		Status []struct {
+			// Ctx is the ctx argument value.
+			Ctx context.Context
+			// System is the system argument value.
+			System string
+		}
 	}
 	lockClaim        sync.RWMutex
 	lockKnownBetween sync.RWMutex
 	lockPolled       sync.RWMutex
+	lockStatus       sync.RWMutex
 }
 
 // Claim calls ClaimFunc.
@@ -298,6 +312,42 @@ func (mock *SyncStoreMock) PolledCalls() []struct {
 	mock.lockPolled.RLock()
 	calls = mock.calls.Polled
 	mock.lockPolled.RUnlock()
+	return calls
+}
+
+// Status calls StatusFunc.
+func (mock *SyncStoreMock) Status(ctx context.Context, system string) (SyncStatus, bool, error) {
+	if mock.StatusFunc == nil {
+		panic("SyncStoreMock.StatusFunc: method is nil but SyncStore.Status was just called")
+	}
+	callInfo := struct {
+		Ctx    context.Context
+		System string
+	}{
+		Ctx:    ctx,
+		System: system,
+	}
+	mock.lockStatus.Lock()
+	mock.calls.Status = append(mock.calls.Status, callInfo)
+	mock.lockStatus.Unlock()
+	return mock.StatusFunc(ctx, system)
+}
+
+// StatusCalls gets all the calls that were made to Status.
+// Check the length with:
+//
+//	len(mockedSyncStore.StatusCalls())
+func (mock *SyncStoreMock) StatusCalls() []struct {
+	Ctx    context.Context
+	System string
+} {
+	var calls []struct {
+		Ctx    context.Context
+		System string
+	}
+	mock.lockStatus.RLock()
+	calls = mock.calls.Status
+	mock.lockStatus.RUnlock()
 	return calls
 }
 

@@ -78,6 +78,32 @@ type SyncCursor struct {
 	Baselined bool
 }
 
+// SyncStatus is where a system's poller stands, as the store has it: its
+// cursor and its last poll (for /readyz and metrics, and for the instances
+// that do not hold the lease).
+type SyncStatus struct {
+	Watermark  time.Time // the EHR's time of the newest change taken in (zero: none)
+	Baselined  bool
+	LastPollAt time.Time // zero: never
+	LastError  string    // the last poll's failure code ("" none)
+}
+
+// SyncState is where the poller of one EHR system stands, as /readyz shows
+// it. An EHR that is down shows there and does not make the service
+// unready: the service still serves everything else, and its poller
+// catches up from the watermark when the EHR returns.
+type SyncState struct {
+	EHR string
+	// Lag is the time since the last successful poll of the system (by
+	// any instance, as this one last saw it).
+	Lag time.Duration
+	// Watermark is the EHR's own time of the newest change taken in,
+	// LastPollAt the last poll's end (zero: none).
+	Watermark, LastPollAt time.Time
+	// LastError is the last poll's failure code ("" none).
+	LastError string
+}
+
 // SyncStore keeps each system's poll cursor and lease, outside any
 // transaction (a driven port; adapters/postgres implements it).
 type SyncStore interface {
@@ -92,6 +118,9 @@ type SyncStore interface {
 	// KnownBetween returns the states of system not cancelled whose start
 	// is in [from, to), at most max, by start.
 	KnownBetween(ctx context.Context, system string, from, to time.Time, max int) ([]AppointmentState, error)
+	// Status returns system's SyncStatus, of whichever instance polls it;
+	// found is false before its first claim.
+	Status(ctx context.Context, system string) (st SyncStatus, found bool, err error)
 }
 
 // SyncRepo is sync's repository inside a Transactor's transaction

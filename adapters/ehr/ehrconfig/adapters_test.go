@@ -11,12 +11,13 @@ import (
 var testAdapters = []AdapterRules{
 	{
 		Name: "fhir", Scheme: "https", LoopbackScheme: "http", DefaultSearchEndpoint: "/Patient",
-		ValidSearchEndpoint: ValidPath, SearchEndpointRule: "a path beginning with '/', without spaces, '?' or '#'",
+		SearchEndpoint: PathEndpoint,
+		PropagateTrace: true,
 	},
 	{
 		Name: "wsbot", Scheme: "wss", LoopbackScheme: "ws", DefaultSearchEndpoint: "patients.search",
-		ValidSearchEndpoint: ValidAction, SearchEndpointRule: "an action name of letters, digits, '.', '_' or '-'",
-		NoPropagateTrace: "is only for adapter fhir (the bot protocol carries no trace context)",
+		SearchEndpoint: ActionEndpoint,
+		NoTraceReason:  "the bot protocol carries no trace context",
 	},
 }
 
@@ -25,7 +26,7 @@ var testAdapters = []AdapterRules{
 // its systems only.
 func TestParse_KnowsTheAdapterKindsItIsGiven(t *testing.T) {
 	third := AdapterRules{Name: "hl7", Scheme: "https", LoopbackScheme: "http", DefaultSearchEndpoint: "/hl7",
-		ValidSearchEndpoint: ValidPath, SearchEndpointRule: "a path"}
+		SearchEndpoint: EndpointRule{Valid: validPath, Rule: "a path"}}
 	file := func(adapter string) []byte {
 		return []byte("ehr_systems:\n  - {name: a, adapter: " + adapter + ", base_url: 'https://a.example/'}\n")
 	}

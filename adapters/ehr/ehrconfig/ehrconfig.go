@@ -158,7 +158,7 @@ type System struct {
 	SyncInterval time.Duration
 	// PropagateTrace sends the W3C traceparent of each call to the system
 	// (propagate_trace; only for the adapter kinds that allow it, see
-	// AdapterRules.NoPropagateTrace). Default false.
+	// AdapterRules.PropagateTrace). Default false.
 	PropagateTrace bool
 }
 

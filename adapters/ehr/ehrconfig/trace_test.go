@@ -27,7 +27,8 @@ func TestParse_PropagateTraceRefusedForTheBot(t *testing.T) {
 ehr_systems:
   - {name: bot, adapter: wsbot, base_url: 'wss://b.example/bot', propagate_trace: true}
 `), nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "ehr_systems[0] bot: propagate_trace: is only for adapter fhir") {
+	const want = "ehr_systems[0] bot: propagate_trace: is only for adapter fhir (the bot protocol carries no trace context)"
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want propagate_trace refused for wsbot", err)
 	}
 }

@@ -47,8 +47,8 @@ func (v *validator) system(i int, rs rawSystem) System {
 	v.limits(at, rs, &s)
 	s.SyncInterval = v.syncInterval(at, rs.Sync)
 	s.PropagateTrace = rs.PropagateTrace
-	if k, ok := v.adapter(s.Adapter); ok && rs.PropagateTrace && k.NoPropagateTrace != "" {
-		v.add(at+": propagate_trace", "%s", k.NoPropagateTrace)
+	if k, ok := v.adapter(s.Adapter); ok && rs.PropagateTrace && !k.PropagateTrace {
+		v.add(at+": propagate_trace", "%s", v.noTrace(k))
 	}
 	if rs.Businesses != nil {
 		s.Businesses = v.businesses(at, *rs.Businesses)
@@ -66,8 +66,8 @@ func (v *validator) endpoint(at string, s *System) {
 		v.url(at+": base_url", s.BaseURL, k.Scheme, k.LoopbackScheme)
 		if s.SearchEndpoint == "" {
 			s.SearchEndpoint = k.DefaultSearchEndpoint
-		} else if !k.ValidSearchEndpoint(s.SearchEndpoint) {
-			v.add(at+": search_endpoint", "must be %s", k.SearchEndpointRule)
+		} else if !k.SearchEndpoint.Valid(s.SearchEndpoint) {
+			v.add(at+": search_endpoint", "must be %s", k.SearchEndpoint.Rule)
 		}
 	case s.Adapter == "":
 		v.add(at+": adapter", "is required (%s)", v.known())
@@ -426,13 +426,9 @@ func validName(s string) bool {
 	return true
 }
 
-// ValidAction reports whether s is an action name of letters, digits,
-// '.', '_' or '-' (a bot's search_endpoint).
-func ValidAction(s string) bool { return validName(s) }
-
-// ValidPath reports whether s is a path beginning with '/', without
-// spaces, '?' or '#' (an HTTP API's search_endpoint).
-func ValidPath(s string) bool {
+// validPath is PathEndpoint's check (at most 1024 bytes, and no
+// backslash or control character either).
+func validPath(s string) bool {
 	return strings.HasPrefix(s, "/") && len(s) <= 1024 && !strings.ContainsAny(s, " ?#\\") && !hasControl(s)
 }
 

@@ -20,6 +20,9 @@ type recorder struct {
 	calls    int
 	waits    []time.Duration
 	states   []int
+	// bubble is set in a synctest bubble, whose clock stands still while
+	// a goroutine runs: there an answer at once takes no time.
+	bubble bool
 }
 
 func (r *recorder) Request(outcome string, took time.Duration, retries int) {
@@ -31,7 +34,7 @@ func (r *recorder) Request(outcome string, took time.Duration, retries int) {
 	r.outcomes[outcome]++
 	r.retries += retries
 	r.calls++
-	if took <= 0 {
+	if took < 0 || took == 0 && !r.bubble {
 		panic("a call took no time")
 	}
 }

@@ -21,7 +21,7 @@ func TestSystems_UseWhatEachKindDeclares(t *testing.T) {
 	sch := &stubScheduler{}
 	plain := ehrkind.Kind{
 		Rules: ehrconfig.AdapterRules{Name: "plain", Scheme: "https", LoopbackScheme: "http",
-			DefaultSearchEndpoint: "/p", ValidSearchEndpoint: ehrconfig.ValidPath},
+			DefaultSearchEndpoint: "/p", SearchEndpoint: ehrconfig.PathEndpoint},
 		New: func(ehrkind.Deps, ehrconfig.System) (ehrkind.Adapted, error) {
 			return ehrkind.Adapted{Scheduler: sch}, nil
 		},
@@ -45,11 +45,23 @@ func TestSystems_UseWhatEachKindDeclares(t *testing.T) {
 	if s := e.Search(""); len(s) != 2 || s[0].Records != nil || s[1].Records == nil {
 		t.Errorf("records of p and a: %+v", s)
 	}
-	if syncs := e.cur.Load().syncs; len(syncs) != 1 || syncs["a"].feed == nil {
+	if syncs := e.cur.Load().syncs; len(syncs) != 1 || syncs["a"].sys.changes == nil {
 		t.Errorf("sync targets %+v, want a only (p has no change feed)", syncs)
 	}
 	cfg.Systems[0].Adapter = "gone"
 	if err := e.Reload(cfg); err == nil || err.Error() != `EHR system p: unknown adapter "gone"` {
 		t.Errorf("reload with a kind not registered: %v", err)
+	}
+}
+
+// The kinds as they register themselves refuse propagate_trace for the
+// bot with the words ehrconfig's tests expect: only fhir allows it.
+func TestKinds_PropagateTraceOnlyForTheKindsThatAllowIt(t *testing.T) {
+	_, err := testKinds().Parse([]byte("ehr_systems:\n"+
+		"  - {name: a, adapter: fhir, base_url: 'https://a.example/fhir', propagate_trace: true}\n"+
+		"  - {name: bot, adapter: wsbot, base_url: 'wss://b.example/bot', propagate_trace: true}\n"), nil, nil)
+	const want = "ehr_systems[1] bot: propagate_trace: is only for adapter fhir (the bot protocol carries no trace context)"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %s", err, want)
 	}
 }

@@ -47,11 +47,10 @@ type SyncTuning struct {
 }
 
 // syncTarget is one EHR system whose appointment changes are polled: its
-// clients, its change feed, its interval and the businesses its changes
-// belong to (see syncBusinesses).
+// clients (its change feed among them), its interval and the businesses
+// its changes belong to (see syncBusinesses).
 type syncTarget struct {
 	sys        *ehrSystem
-	feed       ehr.ChangeFeed
 	interval   time.Duration
 	businesses []string
 }
@@ -73,7 +72,7 @@ func syncTargets(cfg *ehrconfig.Config, systems []*ehrSystem) map[string]syncTar
 		if interval <= 0 || sys.changes == nil {
 			continue
 		}
-		out[sys.cfg.Name] = syncTarget{sys: sys, feed: sys.changes, interval: interval, businesses: syncBusinesses(cfg, sys.cfg)}
+		out[sys.cfg.Name] = syncTarget{sys: sys, interval: interval, businesses: syncBusinesses(cfg, sys.cfg)}
 	}
 	return out
 }
@@ -109,21 +108,11 @@ func syncBusinesses(cfg *ehrconfig.Config, s ehrconfig.System) []string {
 
 // Sync is what the pollers of EHR sync run with.
 type Sync struct {
-	Store ehr.SyncStore  // the cursors and leases
-	Tx    ehr.Transactor // the batches of changes, with their events
-	// Status reads the cursor of a system another instance polls (found
-	// false: none yet).
-	Status func(ctx context.Context, system string) (st SyncStatus, found bool, err error)
+	// Store keeps the cursors and leases, and tells the status of a
+	// system another instance polls.
+	Store  ehr.SyncStore
+	Tx     ehr.Transactor // the batches of changes, with their events
 	Tuning SyncTuning
-}
-
-// SyncStatus is where a system's poller stands, as the store has it (the
-// fields of postgres.SyncStatus).
-type SyncStatus struct {
-	Watermark  time.Time // the EHR's time of the newest change taken in (zero: none)
-	Baselined  bool
-	LastPollAt time.Time // zero: never
-	LastError  string    // the last poll's failure code ("" none)
 }
 
 // syncLoops runs the pollers of EHR sync of one instance.
@@ -153,7 +142,7 @@ func (e *Systems) Run(ctx context.Context) { e.sync.run(ctx) }
 
 // SyncStates is where the poller of each system with sync on stands, by
 // name, for /readyz.
-func (e *Systems) SyncStates() []SyncState { return e.sync.board.states() }
+func (e *Systems) SyncStates() []ehr.SyncState { return e.sync.board.states() }
 
 // syncRun is one running poller.
 type syncRun struct {
@@ -227,7 +216,7 @@ func (l *syncLoops) settle(ctx context.Context, running map[string]*syncRun, tar
 // logged once and its poller ends (until a reload changes the system).
 func (l *syncLoops) poll(ctx context.Context, name string, t syncTarget) {
 	interval := cmp.Or(l.tuning.Interval, t.interval)
-	s := ehr.NewSyncer(t.feed, t.sys.scheduler, l.deps.Store, l.deps.Tx, ehr.SyncConfig{
+	s := ehr.NewSyncer(t.sys.changes, t.sys.scheduler, l.deps.Store, l.deps.Tx, ehr.SyncConfig{
 		System: name, Owner: l.owner, Businesses: t.businesses, Interval: interval, Lease: l.tuning.Lease})
 	log := l.log.With("ehr", name)
 	m := l.metrics.system(name)
@@ -319,7 +308,7 @@ func (l *syncLoops) failed(name string, err error, log *slog.Logger, m *systemSy
 // observe takes in the cursor of a system another instance polls, so that
 // this instance's lag and /readyz tell the truth too.
 func (l *syncLoops) observe(ctx context.Context, name string, log *slog.Logger) {
-	st, found, err := l.deps.Status(ctx, name)
+	st, found, err := l.deps.Store.Status(ctx, name)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		log.Warn("read the sync status", "code", failureCode(err))

@@ -95,25 +95,30 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// systemSync are one system's series.
+// systemSync are one system's series (a failure's, by its code, are
+// made as they come).
 type systemSync struct {
-	m       *syncMetrics
-	name    string
-	changes map[string]prometheus.Counter // by kind
+	m        *syncMetrics
+	name     string
+	changes  map[string]prometheus.Counter // by kind
+	clock    map[string]prometheus.Counter // by kind
+	duration prometheus.Observer
 }
 
 // system returns the series of the system name, those of every kind
 // created at zero.
 func (m *syncMetrics) system(name string) *systemSync {
-	s := &systemSync{m: m, name: name, changes: map[string]prometheus.Counter{}}
-	for _, k := range syncKinds {
-		s.changes[k] = m.changes.WithLabelValues(name, k)
+	return &systemSync{m: m, name: name, changes: counters(m.changes, name, syncKinds),
+		clock: counters(m.clock, name, clockKinds), duration: m.duration.WithLabelValues(name)}
+}
+
+// counters are the series of v of the system name, by kind.
+func counters(v *prometheus.CounterVec, name string, kinds []string) map[string]prometheus.Counter {
+	out := make(map[string]prometheus.Counter, len(kinds))
+	for _, k := range kinds {
+		out[k] = v.WithLabelValues(name, k)
 	}
-	for _, k := range clockKinds {
-		m.clock.WithLabelValues(name, k)
-	}
-	m.duration.WithLabelValues(name)
-	return s
+	return out
 }
 
 // forget removes the series of a system a reload removed.
@@ -125,7 +130,7 @@ func (m *syncMetrics) forget(name string) {
 
 // observe counts what a poll this instance made took in.
 func (s *systemSync) observe(res ehr.PollResult, took time.Duration) {
-	s.m.duration.WithLabelValues(s.name).Observe(took.Seconds())
+	s.duration.Observe(took.Seconds())
 	for t, n := range res.Events {
 		if c, ok := s.changes[strings.TrimPrefix(string(t), "appointment.")]; ok {
 			c.Add(float64(n))
@@ -136,9 +141,9 @@ func (s *systemSync) observe(res ehr.PollResult, took time.Duration) {
 	if res.Baseline {
 		s.changes["baseline"].Add(float64(res.Changes - res.Unchanged - res.Skipped))
 	}
-	s.m.clock.WithLabelValues(s.name, "change").Add(float64(res.Ahead))
+	s.clock["change"].Add(float64(res.Ahead))
 	if !res.Rewound.IsZero() {
-		s.m.clock.WithLabelValues(s.name, "watermark").Inc()
+		s.clock["watermark"].Inc()
 	}
 }
 
@@ -214,7 +219,7 @@ func (b *syncBoard) failed(name, code string) {
 }
 
 // observe takes in the cursor of a system another instance polls.
-func (b *syncBoard) observe(name string, st SyncStatus) {
+func (b *syncBoard) observe(name string, st ehr.SyncStatus) {
 	b.update(name, func(e *syncEntry) {
 		if st.LastPollAt.After(e.lastPoll) {
 			e.lastPoll, e.lastError = st.LastPollAt, st.LastError
@@ -240,25 +245,15 @@ func (b *syncBoard) snapshot() map[string]syncEntry {
 	return maps.Clone(b.systems)
 }
 
-// SyncState is where one system's sync stands, for /readyz (the fields of
-// httpapi.SyncState).
-type SyncState struct {
-	EHR        string
-	Lag        time.Duration // since the last successful poll seen
-	Watermark  time.Time     // the EHR's time of the newest change taken in
-	LastPollAt time.Time     // zero: none seen
-	LastError  string        // the last poll's failure code ("" none)
-}
-
 // states is the board for /readyz, by system name.
-func (b *syncBoard) states() []SyncState {
+func (b *syncBoard) states() []ehr.SyncState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	out := make([]SyncState, 0, len(b.systems))
+	out := make([]ehr.SyncState, 0, len(b.systems))
 	for name, e := range b.systems {
-		out = append(out, SyncState{EHR: name, Lag: e.lag(now), Watermark: e.watermark, LastPollAt: e.lastPoll, LastError: e.lastError})
+		out = append(out, ehr.SyncState{EHR: name, Lag: e.lag(now), Watermark: e.watermark, LastPollAt: e.lastPoll, LastError: e.lastError})
 	}
-	slices.SortFunc(out, func(x, y SyncState) int { return strings.Compare(x.EHR, y.EHR) })
+	slices.SortFunc(out, func(x, y ehr.SyncState) int { return strings.Compare(x.EHR, y.EHR) })
 	return out
 }

@@ -72,7 +72,7 @@ func TestSyncTargets_FollowReloads(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	before := e.cur.Load().syncs
-	if len(before) != 2 || before["a"].interval != ehrconfig.DefaultSyncInterval || before["bot"].feed == nil || before["bot"].businesses[0] != bizB {
+	if len(before) != 2 || before["a"].interval != ehrconfig.DefaultSyncInterval || before["bot"].sys.changes == nil || before["bot"].businesses[0] != bizB {
 		t.Fatalf("targets %+v", before)
 	}
 	select {
@@ -117,11 +117,11 @@ func TestSyncBoard_LagRunsFromTheLastSuccessfulPoll(t *testing.T) {
 		t.Errorf("after a failure: %+v", e)
 	}
 	later := time.Now().Add(time.Hour)
-	b.observe("a", SyncStatus{Watermark: t0, LastPollAt: later})
+	b.observe("a", ehr.SyncStatus{Watermark: t0, LastPollAt: later})
 	if e := b.entry("a"); !e.lastOK.Equal(later) || e.lastError != "" || !e.watermark.Equal(t0) {
 		t.Errorf("after another instance's poll: %+v", e)
 	}
-	b.observe("a", SyncStatus{Watermark: t0.Add(-time.Hour), LastPollAt: later.Add(time.Second), LastError: "circuit_open"})
+	b.observe("a", ehr.SyncStatus{Watermark: t0.Add(-time.Hour), LastPollAt: later.Add(time.Second), LastError: "circuit_open"})
 	if e := b.entry("a"); !e.lastOK.Equal(later) || e.lastError != "circuit_open" || !e.watermark.Equal(t0) {
 		t.Errorf("after another instance's failed poll: %+v", e)
 	}

@@ -26,9 +26,8 @@ type agentRecord struct {
 func toAgent(p practitioner, roles []practitionerRole, log *slog.Logger) agentRecord {
 	out := agentRecord{Agent: ehr.Agent{ID: strings.TrimSpace(p.ID)}}
 	if n := pickName(humanNames(p.Name)); n != nil {
-		out.FirstName = strings.Join(ehr.NonEmpty(n.Given), " ")
-		out.LastName = strings.TrimSpace(n.Family)
-		out.Name = ehr.NormalName(toName(*n)).Text
+		name := ehr.NormalName(toName(*n))
+		out.FirstName, out.LastName, out.Name = strings.Join(name.Given, " "), name.Family, name.Text
 	}
 	out.Email = telecomValue(p.Telecom, "email")
 	tz := extensionCode(p.Extension, TimezoneExtension)

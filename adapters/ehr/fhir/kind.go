@@ -14,8 +14,8 @@ func Kind() ehrkind.Kind {
 		Rules: ehrconfig.AdapterRules{
 			Name: "fhir", Scheme: "https", LoopbackScheme: "http",
 			DefaultSearchEndpoint: DefaultSearchEndpoint,
-			ValidSearchEndpoint:   ehrconfig.ValidPath,
-			SearchEndpointRule:    "a path beginning with '/', without spaces, '?' or '#'",
+			SearchEndpoint:        ehrconfig.PathEndpoint,
+			PropagateTrace:        true,
 		},
 		New: newSystem,
 	}

@@ -305,8 +305,8 @@ func findContainedPatient(contained []json.RawMessage, ref string) (containedPat
 func toPatientContact(p containedPatient) ehr.PatientContact {
 	out := ehr.PatientContact{DateOfBirth: ehr.NormalDate(p.BirthDate)}
 	if n := pickName(humanNames(p.Name)); n != nil {
-		out.FirstName = strings.Join(ehr.NonEmpty(n.Given), " ")
-		out.LastName = strings.TrimSpace(n.Family)
+		name := ehr.NormalName(toName(*n))
+		out.FirstName, out.LastName = strings.Join(name.Given, " "), name.Family
 	}
 	out.Email = telecomValue(p.Telecom, "email")
 	out.Phone = telecomValue(p.Telecom, "phone")

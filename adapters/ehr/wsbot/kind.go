@@ -15,9 +15,8 @@ func Kind() ehrkind.Kind {
 		Rules: ehrconfig.AdapterRules{
 			Name: "wsbot", Scheme: "wss", LoopbackScheme: "ws",
 			DefaultSearchEndpoint: DefaultSearchAction,
-			ValidSearchEndpoint:   ehrconfig.ValidAction,
-			SearchEndpointRule:    "an action name of letters, digits, '.', '_' or '-'",
-			NoPropagateTrace:      "is only for adapter fhir (the bot protocol carries no trace context)",
+			SearchEndpoint:        ehrconfig.ActionEndpoint,
+			NoTraceReason:         "the bot protocol carries no trace context",
 		},
 		Link: true,
 		New:  newSystem,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/carebridge/carebridge/adapters/ehr/ehrconfig"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 	"github.com/carebridge/carebridge/adapters/ehr/fhir/fhirserver"
 	"github.com/carebridge/carebridge/adapters/ehr/wsbot/wsbotserver"
 	"github.com/carebridge/carebridge/core/ehr"
@@ -177,7 +178,7 @@ func (d *Demo) startBot(ctx context.Context, key []byte, now time.Time, alone bo
 func (d *Demo) writeFile(cfg Config, systems []string, byBusiness string) error {
 	yaml := "# Written by carebridge-demo for `make run`: the demo EHR systems on loopback.\nehr_systems:\n" +
 		strings.Join(systems, "") + "integration:\n  ehr: " + d.Integration + "\n" + byBusiness
-	if _, err := kinds().Parse([]byte(yaml), cfg.Key, os.Getenv); err != nil {
+	if _, err := ehrkinds.All().Parse([]byte(yaml), cfg.Key, os.Getenv); err != nil {
 		return fmt.Errorf("the demo's EHR systems file is not valid: %w", err)
 	}
 	d.File = filepath.Join(cfg.Dir, "ehr.yaml")

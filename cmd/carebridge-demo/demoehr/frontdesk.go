@@ -11,9 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/carebridge/carebridge/adapters/ehr/ehrsystems"
-	"github.com/carebridge/carebridge/adapters/ehr/fhir"
-	"github.com/carebridge/carebridge/adapters/ehr/wsbot"
+	"github.com/carebridge/carebridge/adapters/ehr/ehrkinds"
 )
 
 // The front desk: changes made directly in the running demo's FHIR server,
@@ -34,10 +32,6 @@ var FrontDeskActions = map[string]string{
 // FHIR server (no Node.js).
 var ErrNoFHIRDemo = errors.New("the demo runs without its FHIR server (no Node.js): the front desk needs it")
 
-// kinds are the adapter kinds of the systems the demo's EHR systems file
-// names (those app registers).
-func kinds() ehrsystems.Kinds { return ehrsystems.NewKinds(fhir.Kind(), wsbot.Kind()) }
-
 // FrontDesk changes appointments in the demo's FHIR server.
 type FrontDesk struct {
 	base, apiKey string
@@ -47,7 +41,7 @@ type FrontDesk struct {
 // OpenFrontDesk reads the demo's EHR systems file (secrets under key) and
 // returns the front desk of its FHIR server.
 func OpenFrontDesk(file string, key []byte) (*FrontDesk, error) {
-	cfg, err := kinds().Load(file, key, func(string) string { return "" })
+	cfg, err := ehrkinds.All().Load(file, key, func(string) string { return "" })
 	if err != nil {
 		return nil, err
 	}
