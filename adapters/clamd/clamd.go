@@ -14,10 +14,12 @@
 //
 // Every exchange has a time-out (Config), and a Client keeps at most
 // MaxConns scans open at once; a scan waits at most WaitTimeout for one of
-// them (Stats shows how many are in use and waiting). Every failure is
-// storage.ErrScannerUnavailable wrapping its cause: an upload that cannot
-// be scanned is refused (fail closed); one refused because every
-// connection stayed busy carries a Retry-After.
+// them (Stats shows how many are in use and waiting, RegisterStats the
+// same as gauges). Metered counts a Scanner's scans by result and times
+// their verdicts; Probe, for readiness, asks VERSION and logs the version
+// when it changes. Every failure is storage.ErrScannerUnavailable wrapping
+// its cause: an upload that cannot be scanned is refused (fail closed);
+// one refused because every connection stayed busy carries a Retry-After.
 //
 // clamd.conf matters: clamd refuses a stream longer than its
 // StreamMaxLength (default 25 MiB) with ErrStreamTooLong, so set it at least
@@ -31,8 +33,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,7 +93,18 @@ type Client struct {
 	slots chan struct{}
 	// waiting counts the scans waiting for a slot (Stats).
 	waiting atomic.Int64
+	// log hears of clamd's version when it changes (Probe).
+	log *slog.Logger
+
+	versionMu   sync.Mutex
+	lastVersion string // the version Probe last logged
 }
+
+// An Option sets what a Client needs besides its Config.
+type Option func(*Client)
+
+// WithLog is where a Client logs (by default nowhere).
+func WithLog(log *slog.Logger) Option { return func(c *Client) { c.log = log } }
 
 // Stats is how busy a Client is: its scans open (InUse, at most Max) and
 // those waiting for one of them.
@@ -105,8 +120,8 @@ func (c *Client) Stats() Stats {
 var _ storage.Scanner = (*Client)(nil)
 
 // New validates cfg, applies the defaults to its zero fields, and returns
-// a Client. It does not connect: Ping does.
-func New(cfg Config) (*Client, error) {
+// a Client with opts. It does not connect: Ping does.
+func New(cfg Config, opts ...Option) (*Client, error) {
 	var errs []error
 	switch cfg.Network {
 	case "tcp", "unix":
@@ -148,11 +163,16 @@ func New(cfg Config) (*Client, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Client{
+	c := &Client{
 		cfg:    cfg,
 		dialer: net.Dialer{Timeout: cfg.DialTimeout},
 		slots:  make(chan struct{}, cfg.MaxConns),
-	}, nil
+		log:    slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // Config returns the configuration in use, defaults applied.
