@@ -68,28 +68,34 @@ func TestIntegrationNew_ClosesWhatItBuiltWhenALaterStepFails(t *testing.T) {
 
 	// The pool, the audit writer and Redis stop their goroutines and
 	// close their sockets; the object store closes its root directory.
-	// PostgreSQL and Redis see a closed connection go a moment later (a
-	// backend leaves pg_stat_activity as it exits), so all is polled.
-	leftOpen := func() string {
-		var left []string
-		if n := runtime.NumGoroutine(); n > goroutines {
-			left = append(left, fmt.Sprintf("%d goroutines (%d before)", n, goroutines))
+	// Then PostgreSQL and Redis see those connections gone, a moment later
+	// (a backend leaves pg_stat_activity as it exits). Each wait bounds a
+	// failing run only.
+	waitUntil(t, "goroutines and open files as before New", func() string {
+		if g, f := runtime.NumGoroutine(), openFiles(t); g > goroutines || f > fds {
+			return fmt.Sprintf("%d goroutines (%d before), %d open files (%d before)", g, goroutines, f, fds)
 		}
-		if n := openFiles(t); n > fds {
-			left = append(left, fmt.Sprintf("%d open files (%d before)", n, fds))
-		}
+		return ""
+	})
+	waitUntil(t, "no connection of the app in PostgreSQL or Redis", func() string {
 		if n := pgConnections(t, dbURL); n != 0 {
-			left = append(left, fmt.Sprintf("%d connections to the database", n))
+			return fmt.Sprintf("%d connections to the database are left open", n)
 		}
 		if list := redisClients(t, redisURL); strings.Contains(list, "name="+clientName+" ") {
-			left = append(left, "a Redis connection of the app:\n"+list)
+			return "a Redis connection of the app is left open:\n" + list
 		}
-		return strings.Join(left, "; ")
-	}
-	deadline := time.Now().Add(5 * time.Second) // bounds a failing run only
-	for left := leftOpen(); left != ""; left = leftOpen() {
+		return ""
+	})
+}
+
+// waitUntil polls left until it reports nothing left ("") and fails the
+// test with what it reports after 5 s.
+func waitUntil(t *testing.T, what string, left func() string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for l := left(); l != ""; l = left() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after New failed, left open: %s", left)
+			t.Fatalf("after New failed, not %s: %s", what, l)
 		}
 		time.Sleep(10 * time.Millisecond) // polling what other processes and the runtime report
 	}
@@ -137,7 +143,9 @@ func redisClient(t *testing.T, raw string) *goredis.Client {
 // redisClients is Redis's CLIENT LIST: one line per connection.
 func redisClients(t *testing.T, raw string) string {
 	t.Helper()
-	list, err := redisClient(t, raw).ClientList(context.Background()).Result()
+	c := redisClient(t, raw)
+	defer c.Close() // now: the test polls it
+	list, err := c.ClientList(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
